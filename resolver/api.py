@@ -1,0 +1,139 @@
+"""The embedding API: :func:`resolve` and :class:`Resolution`.
+
+Rule packs are loaded, checked and compiled once per directory and content, then cached
+(one durable-rules host per pack); each call is one resolution on a fresh sid.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .compiler import CompiledPack, compile_pack
+from .engine import DurableMatcher, ReferenceMatcher
+from .errors import ConflictError, InputError
+from .fixes import attach_fixes
+from .loader import default_rules_dir, load_rules
+from .model import load_model_config, model_facts
+from .options import coerce_args
+from .platforms import Platform, find_platform
+from .resolution import ConflictReport, Derivation, Outcome, Request, run
+from .rules import RulePack
+
+__all__ = ["Engine", "get_engine", "resolve", "resolve_request", "Resolution"]
+
+
+@dataclass
+class Engine:
+    """A compiled rule pack with its two matchers."""
+
+    pack: RulePack
+    compiled: CompiledPack
+    durable: DurableMatcher
+    reference: ReferenceMatcher
+
+
+_ENGINES: dict[tuple, Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def _signature(directory: str) -> tuple:
+    files = sorted(glob.glob(os.path.join(directory, "*.yaml")))
+    return (directory, tuple((f, os.stat(f).st_mtime_ns, os.stat(f).st_size) for f in files))
+
+
+def get_engine(rules: str | None = None) -> Engine:
+    """The engine for a rules directory (default: the shipped rules), built once and cached."""
+    directory = os.path.abspath(rules or default_rules_dir())
+    try:
+        key = _signature(directory)
+    except OSError:
+        key = (directory,)
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            pack = load_rules(directory)
+            compiled = compile_pack(pack)
+            engine = Engine(pack, compiled, DurableMatcher(compiled), ReferenceMatcher(compiled))
+            _ENGINES[key] = engine
+        return engine
+
+
+class Resolution:
+    """The result of one resolution: values, why each has its value, conflicts, warnings."""
+
+    def __init__(self, engine: Engine, request: Request, outcome: Outcome, conflicts: tuple[ConflictReport, ...],
+                 notes: tuple[str, ...] = ()):
+        self.engine = engine
+        self.request = request
+        self.outcome = outcome
+        #: every option in scope -> resolved value (None where SGLang leaves the field unset)
+        self.values: dict[str, Any] = dict(outcome.values)
+        #: option -> :class:`~resolver.resolution.Derivation`
+        self.derivations: dict[str, Derivation] = {n: outcome.derivations[n] for n in engine.pack.options}
+        self.conflicts: tuple[ConflictReport, ...] = conflicts
+        self.warnings: tuple[str, ...] = tuple(notes) + outcome.warnings
+
+    @property
+    def status(self) -> str:
+        return "conflict" if self.conflicts else "resolved"
+
+    @property
+    def ok(self) -> bool:
+        return not self.conflicts
+
+    def explain(self, option: str | None = None) -> str:
+        from .explain import render_text
+
+        return render_text(self, explain=True, only=option)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .explain import to_json_dict
+
+        return to_json_dict(self)
+
+
+def _platform(platform: str | Platform) -> tuple[Platform, str]:
+    if isinstance(platform, Platform):
+        return platform, "given"
+    if not isinstance(platform, str):
+        raise InputError(f"platform must be a name, got {platform!r}")
+    found = find_platform(platform)
+    source = "--platform " + platform if platform.lower() != found.name else "--platform " + found.name
+    return found, source
+
+
+def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str, Any] | None = None,
+                    model: dict | str | None = None, model_arch: str | None = None,
+                    flags: dict[str, str] | None = None, notes: tuple[str, ...] = (),
+                    platform_source: str | None = None, fixes: bool = True) -> Resolution:
+    """Resolve without raising on conflicts (the CLI and batch mode use this)."""
+    plat, source = _platform(platform)
+    if isinstance(model, str):
+        model = load_model_config(model)
+    typed, arg_notes = coerce_args(engine.pack, dict(args or {}), flags)
+    request = Request(plat, platform_source or source, model_facts(model, model_arch), typed, dict(flags or {}))
+    outcome = run(engine.compiled, engine.durable, request)
+    conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
+    return Resolution(engine, request, outcome, conflicts, tuple(notes) + tuple(arg_notes))
+
+
+def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, model: dict | str | None = None,
+            model_arch: str | None = None, rules: str | None = None) -> Resolution:
+    """Resolve a launch configuration.
+
+    :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
+    :param platform: a platform name or alias (``"sm90"``, ``"h100"``).
+    :param model: a config.json as a dict, or a path to one (or to its directory).
+    :param model_arch: the architecture name, when no config is at hand.
+    :param rules: a rules directory (default: the shipped rules).
+    :returns: the :class:`Resolution`.
+    :raises ConflictError: the configuration conflicts (a ``ValueError``; ``.conflicts`` has them all).
+    :raises ResolverError: any other expected failure (bad input, broken rule files).
+    """
+    res = resolve_request(get_engine(rules), platform=platform, args=args, model=model, model_arch=model_arch)
+    if res.conflicts:
+        raise ConflictError(res)
+    return res

@@ -1,0 +1,63 @@
+"""``resolve --batch``: one JSON request per line in, one JSON result per line out, in order.
+
+A malformed line gives ``{"id": ..., "status": "error", "error": ...}`` and the batch goes
+on.  The exit status is the worst of the lines (error 2 > conflict 1 > resolved 0).  A
+summary goes to stderr, so stdout stays pure JSON Lines.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from .api import Engine, resolve_request
+from .errors import ResolverError
+from .explain import to_json_dict
+
+__all__ = ["run_batch", "resolve_line"]
+
+_KEYS = {"id", "platform", "model", "model_arch", "args", "installed"}
+
+
+def resolve_line(engine: Engine, line: str) -> dict[str, Any]:
+    """Resolve one batch line into its result object (never raises a ResolverError)."""
+    rid = None
+    try:
+        try:
+            req = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResolverError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+        if not isinstance(req, dict):
+            raise ResolverError("a request must be a JSON object")
+        rid = req.get("id")
+        unknown = sorted(set(req) - _KEYS)
+        if unknown:
+            raise ResolverError(f"unknown request key(s) {unknown}; known: {sorted(_KEYS)}")
+        if "platform" not in req:
+            raise ResolverError("the request has no 'platform'")
+        installed = req.get("installed", {})
+        if not isinstance(installed, dict) or not all(isinstance(v, bool) for v in installed.values()):
+            raise ResolverError("'installed' must map package names to true or false")
+        res = resolve_request(engine, platform=req["platform"], args=req.get("args") or {}, model=req.get("model"),
+                              model_arch=req.get("model_arch"))
+        return {"id": rid, **to_json_dict(res)}
+    except ResolverError as exc:
+        return {"id": rid, "status": "error", "error": str(exc)}
+
+
+def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = False) -> int:
+    counts = {"resolved": 0, "conflict": 0, "error": 0}
+    worst = 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        result = resolve_line(engine, line)
+        if result["status"] == "error" and result["id"] is None:
+            result["line"] = number
+        counts[result["status"]] += 1
+        worst = max(worst, {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
+        out.write(json.dumps(result, sort_keys=False) + "\n")
+        if explain and result["status"] != "resolved":
+            reason = result.get("error") or "; ".join(c["message"] for c in result["conflicts"])
+            err.write(f"{result['id']}: {result['status']}: {reason}\n")
+    err.write(f"batch: {counts['resolved']} resolved, {counts['conflict']} conflicted, {counts['error']} failed\n")
+    return worst

@@ -1,0 +1,195 @@
+"""``resolve``: the operator's command line (contract: design/CONTRACT.md).
+
+Exit status: 0 resolved, 1 conflict, 2 bad input (unknown flag or value, bad model config,
+unknown platform, broken rule files).  No traceback for a user mistake; an internal bug
+keeps its traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from typing import Any, TextIO
+
+from .api import Engine, get_engine, resolve_request
+from .errors import ConflictError, InputError, ResolverError
+from .explain import render_text
+from .rules import RulePack
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_CONFLICT, EXIT_INPUT = 0, 1, 2
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print and exit; we raise to report uniformly
+        raise _UsageError(message)
+
+
+class _OptionValue(argparse.Action):
+    """Store an option's value and remember which spelling (flag or deprecated alias) was typed."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        value = True if self.nargs == 0 else values
+        setattr(namespace, self.dest, value)
+        namespace._flags[self.dest] = option_string
+
+
+def build_parser(pack: RulePack) -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="resolve",
+        description="Resolve and explain the attention-kernel launch options of an LLM server (SGLang 0.5.23 rules).",
+        epilog="Subcommands arriving later: kernels, platforms, matrix, lint, diff. "
+               "Exit status: 0 resolved, 1 conflict, 2 bad input.",
+    )
+    g = p.add_argument_group("target")
+    g.add_argument("--platform", default="auto", help="target GPU: a name or alias (sm90, h100, b200, mi300x, ...)")
+    g.add_argument("--compute-capability", metavar="X.Y", help="spelled-out target capability, e.g. 9.0")
+    g.add_argument("--vendor", choices=["nvidia", "amd"], default="nvidia", help="vendor for --compute-capability")
+    g.add_argument("--model-config", metavar="PATH", help="a Hugging Face config.json, or a directory holding one")
+    g.add_argument("--model-arch", metavar="NAME", help="the model architecture, when no config.json is at hand")
+    g.add_argument("--installed", action="append", default=[], metavar="PKG=yes|no",
+                   help="whether a kernel package is present on the target (recorded; kernel facts arrive with adapters)")
+    o = p.add_argument_group("output")
+    o.add_argument("--explain", nargs="?", const=True, default=False, metavar="OPTION",
+                   help="say why each value is what it is (or only OPTION's)")
+    o.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    o.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
+    o.add_argument("--batch", metavar="FILE", help="resolve JSON Lines requests from FILE ('-' = stdin)")
+    opts = p.add_argument_group("launch options (SGLang flags)")
+    for opt in sorted(pack.options.values(), key=lambda o: o.flag):
+        names = [opt.flag, *opt.aliases]
+        help_ = opt.help
+        if opt.choices:
+            help_ += f" Choices: {', '.join(opt.choices)}."
+        if opt.aliases:
+            help_ += f" (deprecated alias: {', '.join(opt.aliases)})"
+        if opt.type == "bool":
+            opts.add_argument(*names, dest=opt.name, nargs=0, action=_OptionValue, default=None, help=help_)
+        else:
+            opts.add_argument(*names, dest=opt.name, action=_OptionValue, default=None, metavar="VALUE", help=help_)
+    return p
+
+
+def _flag_names(pack: RulePack) -> list[str]:
+    names = ["--platform", "--compute-capability", "--vendor", "--model-config", "--model-arch", "--installed",
+             "--explain", "--format", "--rules", "--batch", "--help"]
+    for opt in pack.options.values():
+        names += [opt.flag, *opt.aliases]
+    return names
+
+
+def _parse(argv: list[str], pack: RulePack) -> argparse.Namespace:
+    parser = build_parser(pack)
+    ns = argparse.Namespace(_flags={})
+    ns, unknown = parser.parse_known_args(argv, ns)
+    if unknown:
+        first = unknown[0]
+        flag = first.split("=", 1)[0]
+        close = difflib.get_close_matches(flag, _flag_names(pack), n=1) if flag.startswith("-") else []
+        hint = f" Did you mean {close[0]}?" if close else ""
+        what = "unknown flag" if flag.startswith("-") else "unexpected argument"
+        raise InputError(f"{what} '{first}'.{hint} Run 'resolve --help' for the flags.")
+    return ns
+
+
+def _pre_rules(argv: list[str]) -> str | None:
+    # --rules decides which options exist, so it is read before the full parse
+    for i, a in enumerate(argv):
+        if a == "--rules" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--rules="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _platform_arg(ns) -> tuple[Any, str | None]:
+    from .platforms import platform_from_capability
+
+    if ns.compute_capability:
+        plat = platform_from_capability(ns.compute_capability, ns.vendor)
+        return plat, f"--compute-capability {ns.compute_capability} --vendor {ns.vendor}"
+    return ns.platform, None
+
+
+def _installed(items: list[str]) -> dict[str, bool]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("yes", "no", "true", "false", "1", "0"):
+            raise InputError(f"--installed expects PKG=yes or PKG=no, got '{item}'")
+        out[name] = value.lower() in ("yes", "true", "1")
+    return out
+
+
+def _emit(res, ns, out: TextIO) -> int:
+    if ns.format == "json":
+        out.write(json.dumps(res.to_dict(), indent=2, sort_keys=False) + "\n")
+    else:
+        only = ns.explain if isinstance(ns.explain, str) else None
+        if only and only not in res.engine.pack.options:
+            raise InputError(f"--explain {only}: no such option.{_suggest(only, res.engine.pack.options)}")
+        out.write(render_text(res, explain=bool(ns.explain), only=only))
+    return EXIT_CONFLICT if res.conflicts else EXIT_OK
+
+
+def _suggest(word, known) -> str:
+    close = difflib.get_close_matches(word, sorted(known), n=1)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def _single(engine: Engine, ns, out: TextIO) -> int:
+    args = {name: getattr(ns, name) for name in engine.pack.options if getattr(ns, name, None) is not None}
+    flags = dict(ns._flags)
+    notes = tuple(f"{typed} is deprecated; use {engine.pack.options[name].flag}"
+                  for name, typed in sorted(flags.items()) if typed != engine.pack.options[name].flag)
+    if ns.model_config and ns.model_arch:
+        raise InputError("give --model-config or --model-arch, not both")
+    _installed(ns.installed)
+    platform, source = _platform_arg(ns)
+    res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
+                          flags=flags, notes=notes, platform_source=source)
+    return _emit(res, ns, out)
+
+
+def _batch(engine: Engine, ns, out: TextIO, err: TextIO) -> int:
+    from .batch import run_batch
+
+    if ns.batch == "-":
+        return run_batch(engine, sys.stdin, out, err, explain=bool(ns.explain))
+    try:
+        fh = open(ns.batch, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--batch: cannot read {ns.batch}: {exc.strerror}") from None
+    with fh:
+        return run_batch(engine, fh, out, err, explain=bool(ns.explain))
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        engine = get_engine(_pre_rules(argv))
+        if not argv or argv in (["-h"], ["--help"]) or "-h" in argv or "--help" in argv:
+            build_parser(engine.pack).print_help(out)
+            return EXIT_OK if argv else EXIT_INPUT
+        ns = _parse(argv, engine.pack)
+        if ns.batch:
+            return _batch(engine, ns, out, err)
+        return _single(engine, ns, out)
+    except _UsageError as exc:
+        err.write(f"resolve: error: {exc}\n")
+        return EXIT_INPUT
+    except ConflictError as exc:  # pragma: no cover - resolve_request does not raise it
+        err.write(f"resolve: {exc}\n")
+        return EXIT_CONFLICT
+    except ResolverError as exc:
+        err.write(f"resolve: error: {exc}\n")
+        return EXIT_INPUT
+    except BrokenPipeError:  # e.g. piped into head
+        return EXIT_OK

@@ -1,0 +1,262 @@
+"""The ``when:`` expression language.
+
+A ``when:`` is a small boolean expression over fact names::
+
+    enable_hisparse and platform.is_hip and kv_cache_dtype in ["bfloat16", "fp8_e4m3"]
+
+Grammar (a subset of Python's, parsed with :mod:`ast` and never evaluated by Python):
+names (``kv_cache_dtype``, ``platform.major``), literals (strings, numbers, ``true`` /
+``false`` / ``null`` or their Python spellings), lists of literals, comparisons
+(``== != < <= > >= in not in``), ``and``, ``or``, ``not`` and parentheses.  A bare name
+means ``name == true``.
+
+A condition is normalised to disjunctive normal form: a tuple of *branches*, each a tuple of
+:class:`Atom` tests that must all hold.  Each atom tests one fact against constants, or (only
+``==``) against another fact; that is exactly the subset durable-rules 2.0.28 runs safely
+(see ``docs/rule-format.md``).
+
+Missing values (``null``) follow one rule everywhere: ``==``/``in`` match them only when
+``null`` is listed, ``!=``/``not in`` match them unless ``null`` is listed, and ordered
+comparisons never match them.  Negation flips the test *and* the null rule, so ``not`` is
+exact.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+__all__ = ["Atom", "Condition", "ConditionError", "parse_condition", "TRUE"]
+
+_ORDERED = {"lt", "le", "gt", "ge"}
+_NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "in": "notin", "notin": "in"}
+_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in", "notin": "not in", "join": "=="}
+_LITERAL_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+_MAX_BRANCHES = 64
+
+
+class ConditionError(Exception):
+    """A ``when:`` that does not parse or is outside the language; ``column`` is 0-based."""
+
+    def __init__(self, message: str, column: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.column = column
+
+
+@dataclass(frozen=True)
+class Atom:
+    """One test of one fact.
+
+    ``op`` is one of eq, ne, lt, le, gt, ge, in, notin (``value`` a constant, or a tuple for
+    in/notin) or join (``value`` is the other fact's name; equality only).  ``none_ok`` says
+    whether a missing value (null) satisfies the test.
+    """
+
+    name: str
+    op: str
+    value: Any
+    none_ok: bool
+
+    def negate(self) -> "Atom":
+        if self.op == "join":
+            raise ConditionError(
+                f"'not ({self.name} == {self.value})' compares two facts with '!=', which "
+                "durable-rules 2.0.28 cannot run safely (it crashes); compare each fact with constants"
+            )
+        return Atom(self.name, _NEGATE[self.op], self.value, not self.none_ok)
+
+    def holds(self, values: dict[str, Any]) -> bool:
+        """Evaluate on plain values (the reference semantics the engine must match)."""
+        v = values.get(self.name)
+        if self.op == "join":
+            return v is not None and v == values.get(self.value)
+        if v is None:
+            return self.none_ok
+        if self.op in ("eq", "ne"):
+            same = _same(v, self.value)
+            return same if self.op == "eq" else not same
+        if self.op in ("in", "notin"):
+            inside = any(_same(v, c) for c in self.value)
+            return inside if self.op == "in" else not inside
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(self.value, bool):
+            return False
+        return {"lt": v < self.value, "le": v <= self.value, "gt": v > self.value, "ge": v >= self.value}[self.op]
+
+    def names(self) -> tuple[str, ...]:
+        return (self.name, self.value) if self.op == "join" else (self.name,)
+
+    def __str__(self) -> str:
+        if self.op == "join":
+            return f"{self.name} == {self.value}"
+        if self.op in ("in", "notin"):
+            return f"{self.name} {_SYMBOL[self.op]} [{', '.join(_lit(c) for c in self.value)}]"
+        if self.op == "eq" and self.value is True:
+            return self.name
+        if self.op == "ne" and self.value is True:
+            return f"not {self.name}"
+        return f"{self.name} {_SYMBOL[self.op]} {_lit(self.value)}"
+
+
+def _same(a: Any, b: Any) -> bool:
+    # true == 1 in Python; not here: a boolean fact only equals a boolean constant.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def _lit(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return repr(v)
+
+
+Branch = tuple[Atom, ...]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A parsed ``when:``: the source text and its DNF branches (``()`` never holds)."""
+
+    source: str
+    branches: tuple[Branch, ...]
+
+    def holds(self, values: dict[str, Any]) -> bool:
+        return any(all(a.holds(values) for a in b) for b in self.branches)
+
+    def names(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for b in self.branches:
+            for a in b:
+                for n in a.names():
+                    seen.setdefault(n)
+        return tuple(seen)
+
+    def constants(self, name: str) -> set[Any]:
+        """Every constant this condition compares ``name`` with (for fix search)."""
+        out: set[Any] = set()
+        for b in self.branches:
+            for a in b:
+                if a.name == name and a.op != "join":
+                    out.update(a.value if a.op in ("in", "notin") else (a.value,))
+        return out
+
+
+TRUE = Condition("true", ((),))
+
+
+def parse_condition(text: str | None) -> Condition:
+    """Parse a ``when:`` string; raise :class:`ConditionError` with a column on failure."""
+    if text is None or not str(text).strip():
+        return TRUE
+    text = " ".join(str(text).split())  # YAML folded scalars: one logical line, columns stay meaningful
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ConditionError(f"invalid syntax in 'when': {exc.msg}", max((exc.offset or 1) - 1, 0)) from None
+    branches = _dnf(tree.body)
+    if len(branches) > _MAX_BRANCHES:
+        raise ConditionError(f"'when' expands to {len(branches)} alternatives (limit {_MAX_BRANCHES}); split the rule")
+    return Condition(text, tuple(branches))
+
+
+def _dnf(node: ast.AST, negated: bool = False) -> list[Branch]:
+    if isinstance(node, ast.BoolOp):
+        is_and = isinstance(node.op, ast.And) != negated  # De Morgan
+        parts = [_dnf(v, negated) for v in node.values]
+        if not is_and:
+            return [b for p in parts for b in p]
+        out: list[Branch] = [()]
+        for p in parts:
+            out = [x + y for x in out for y in p]
+        return out
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _dnf(node.operand, not negated)
+    if isinstance(node, ast.Compare):
+        if len(node.ops) != 1:
+            raise ConditionError("chained comparisons are not supported; use 'and'", node.col_offset)
+        atom = _compare(node)
+    elif _is_name(node):
+        atom = Atom(_name(node), "eq", True, False)
+    elif isinstance(node, ast.Constant) and isinstance(node.value, bool) or _literal_name(node):
+        value = _literal(node)
+        return [()] if bool(value) != negated else []
+    else:
+        raise ConditionError(f"unsupported expression '{ast.unparse(node)}'", node.col_offset)
+    try:
+        return [(atom.negate() if negated else atom,)]
+    except ConditionError as exc:
+        raise ConditionError(exc.message, node.col_offset) from None
+
+
+_OPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.In: "in", ast.NotIn: "notin"}
+_MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _compare(node: ast.Compare) -> Atom:
+    op = _OPS.get(type(node.ops[0]))
+    left, right = node.left, node.comparators[0]
+    if op is None:
+        raise ConditionError(f"unsupported operator in '{ast.unparse(node)}'", node.col_offset)
+    if _is_name(left) and _is_name(right):
+        if op != "eq":
+            raise ConditionError(
+                "only '==' may compare two facts: durable-rules 2.0.28 crashes on ordered or '!=' "
+                "comparisons between facts; compare each fact with constants instead",
+                node.col_offset,
+            )
+        return Atom(_name(left), "join", _name(right), False)
+    if not _is_name(left):
+        if op in ("in", "notin") or not _is_name(right):
+            raise ConditionError(f"a comparison needs a fact name on its left: '{ast.unparse(node)}'", node.col_offset)
+        left, right, op = right, left, _MIRROR[op]
+    name = _name(left)
+    if op in ("in", "notin"):
+        if not isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+            raise ConditionError(f"'{_SYMBOL[op]}' needs a list of constants", right.col_offset)
+        values = tuple(_literal(e) for e in right.elts)
+        if not values:
+            raise ConditionError("an empty list never matches; remove the test", right.col_offset)
+        return Atom(name, op, values, (None in values) == (op == "in"))
+    value = _literal(right)
+    if op in _ORDERED and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+        raise ConditionError(f"'{_SYMBOL[op]}' needs a number", right.col_offset)
+    if op in ("eq", "ne"):
+        return Atom(name, op, value, (value is None) == (op == "eq"))
+    return Atom(name, op, value, False)
+
+
+def _is_name(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id not in _LITERAL_NAMES
+    return isinstance(node, ast.Attribute) and _is_name(node.value)
+
+
+def _literal_name(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id in _LITERAL_NAMES
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    assert isinstance(node, ast.Attribute)
+    return f"{_name(node.value)}.{node.attr}"
+
+
+def _literal(node: ast.AST) -> Any:
+    if _literal_name(node):
+        return _LITERAL_NAMES[node.id]  # type: ignore[attr-defined]
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        if isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
+            return -node.operand.value
+    raise ConditionError(f"expected a constant, got '{ast.unparse(node)}'", getattr(node, "col_offset", 0))
+
+
+def all_names(conditions: Iterable[Condition]) -> set[str]:
+    return {n for c in conditions for n in c.names()}

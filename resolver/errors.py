@@ -1,0 +1,88 @@
+"""The exception hierarchy.
+
+Every expected failure derives from :class:`ResolverError`; anything else that escapes the
+resolver is a bug and keeps its traceback.  The CLI maps the classes to exit codes:
+``ConflictError`` -> 1, every other ``ResolverError`` -> 2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ResolverError",
+    "InputError",
+    "RuleFileError",
+    "RuleFileErrors",
+    "AmbiguousDefaultError",
+    "EngineError",
+    "ConflictError",
+    "UnsupportedPythonError",
+]
+
+
+class ResolverError(Exception):
+    """Base of every expected failure of the resolver."""
+
+
+class InputError(ResolverError):
+    """The request itself is bad: unknown option, value, platform, unreadable model config."""
+
+
+@dataclass(frozen=True)
+class RuleFileProblem:
+    """One problem in one rule file, at file:line (and column, for a bad ``when:``)."""
+
+    path: str
+    line: int
+    message: str
+    column: int | None = None
+    source: str | None = None  # the offending line, for the caret
+
+    def render(self) -> str:
+        head = f"{self.path}:{self.line}: {self.message}"
+        if self.source is None or self.column is None:
+            return head
+        return f"{head}\n    {self.source}\n    {' ' * self.column}^"
+
+
+class RuleFileError(ResolverError):
+    """A single rule-file problem (see :class:`RuleFileErrors` for the collected form)."""
+
+    def __init__(self, problem: RuleFileProblem):
+        super().__init__(problem.render())
+        self.problem = problem
+
+
+class RuleFileErrors(ResolverError):
+    """Every problem found while loading a rule pack, reported together."""
+
+    def __init__(self, problems: list[RuleFileProblem]):
+        self.problems = sorted(problems, key=lambda p: (p.path, p.line, p.column or 0, p.message))
+        count = len(self.problems)
+        lines = [f"{count} problem{'s' if count != 1 else ''} in the rule files:"]
+        lines += [p.render() for p in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class AmbiguousDefaultError(ResolverError):
+    """Two active defaults of equal priority propose different values for one option."""
+
+
+class EngineError(ResolverError):
+    """The rule engine failed while running a rule (an action raised, a fact went missing)."""
+
+
+class UnsupportedPythonError(ResolverError):
+    """durable-rules 2.0.28 does not import on this Python."""
+
+
+class ConflictError(ResolverError, ValueError):
+    """The configuration conflicts.  ``conflicts`` holds every conflict found, as data.
+
+    It subclasses ``ValueError`` because SGLang's callers catch ``ValueError``.
+    """
+
+    def __init__(self, resolution):
+        self.resolution = resolution
+        self.conflicts = tuple(resolution.conflicts)
+        super().__init__("\n".join(f"conflict {c.rule.id}: {c.message}" for c in self.conflicts))

@@ -1,0 +1,220 @@
+"""Fixes for conflicts: computed, then checked by re-resolving.
+
+For each conflict the candidates are, smallest change first:
+
+1. omit an option the user set that the conflict involves (saying what would be picked);
+2. each allowed value of a restricted option;
+3. the rule's own fix hints;
+4. the smallest change to *other* options under which the user's choice becomes valid:
+   a search over the options the failing rules read (single changes, then pairs), with the
+   values those rules and the option declarations name.
+
+Candidates are screened with the plain-Python matcher (fast) and every fix that is listed is
+then re-resolved through durable-rules: only fixes under which the whole request resolves
+are shown.  A conflict's ``allowed`` set is narrowed the same way: a value that would
+itself break another rule reading that option (a kernel that cannot run here) is dropped.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import Any, Callable
+
+from .errors import AmbiguousDefaultError
+from .resolution import ConflictReport, Fix, Outcome, Request, conflict_report, format_value, run
+from .rules import Conflict, RulePack
+
+__all__ = ["attach_fixes"]
+
+_MAX_FIXES = 8
+_MAX_SEARCH_FIXES = 3
+
+
+class _Trial:
+    """Memoised re-resolution of the request with some options changed."""
+
+    def __init__(self, engine, request: Request):
+        self.engine, self.request = engine, request
+        self._screen: dict[Any, Outcome | None] = {}
+        self._confirm: dict[Any, Outcome | None] = {}
+
+    def _args(self, set_: dict, unset: tuple) -> dict:
+        args = {k: v for k, v in self.request.args.items() if k not in unset}
+        for k, v in set_.items():
+            if v is None or v is False and self.engine.pack.options[k].type == "bool":
+                args.pop(k, None)
+            else:
+                args[k] = v
+        return args
+
+    def _run(self, memo, matcher, set_, unset) -> Outcome | None:
+        key = (tuple(sorted(set_.items(), key=str)), tuple(sorted(unset)))
+        if key not in memo:
+            req = replace(self.request, args=self._args(set_, unset))
+            try:
+                memo[key] = run(self.engine.compiled, matcher, req)
+            except AmbiguousDefaultError:
+                memo[key] = None
+        return memo[key]
+
+    def screen(self, set_: dict, unset: tuple = ()) -> Outcome | None:
+        return self._run(self._screen, self.engine.reference, set_, unset)
+
+    def confirm(self, set_: dict, unset: tuple = ()) -> Outcome | None:
+        out = self._run(self._confirm, self.engine.durable, set_, unset)
+        return out if out is not None and not out.conflicts else None
+
+
+def _argv(pack: RulePack, set_: dict) -> tuple[str, ...]:
+    argv: list[str] = []
+    for name in sorted(set_):
+        opt, value = pack.options[name], set_[name]
+        if opt.type == "bool":
+            if value:
+                argv.append(opt.flag)
+        elif value is not None:
+            argv += [opt.flag, format_value(value)]
+    return tuple(argv)
+
+
+def _domain(pack: RulePack, name: str, current: Any, user_set: bool) -> list[Any]:
+    opt = pack.options[name]
+    if opt.type == "bool":
+        values: list[Any] = [not bool(current)]
+    elif opt.choices:
+        values = [c for c in opt.choices if c not in opt.value_aliases and c not in opt.unset_values]
+    else:
+        consts: set[Any] = set()
+        for rule in (*pack.defaults, *pack.adjusts, *pack.conflicts):
+            consts |= {c for c in rule.when.constants(name) if isinstance(c, (int, float)) and not isinstance(c, bool)}
+        if opt.default is not None:
+            consts.add(opt.default)
+        # a constant c in "x > c" is not itself a satisfying value: try its neighbours too
+        values = sorted({v for c in consts for v in (c, c + 1, c - 1)
+                         if opt.minimum is None or v >= opt.minimum}, key=float)
+    if user_set:
+        values = [None, *values]
+    return [v for v in values if v != current or v is None and user_set]
+
+
+def attach_fixes(engine, request: Request, outcome: Outcome) -> tuple[ConflictReport, ...]:
+    pack = engine.pack
+    trial = _Trial(engine, request)
+    flags = {n: request.flags.get(n, pack.options[n].flag) for n in pack.options}
+    reports = []
+    for report in outcome.conflicts:
+        rule: Conflict = pack.rule(report.rule.id)
+        allowed = _allowed(trial, rule, outcome, report) if rule.option else None
+        if allowed is not None and tuple(allowed) != tuple(report.allowed or ()):
+            read = {f.name: f.value for f in report.facts}
+            report = conflict_report(rule, read, outcome.facts, _values(outcome), pack, allowed)
+        fixes = _fixes_for(trial, pack, rule, report, outcome, flags, allowed or ())
+        reports.append(replace(report, fixes=tuple(fixes)))
+    return tuple(reports)
+
+
+def _values(outcome: Outcome) -> dict[str, Any]:
+    return {n: f.value for n, f in outcome.facts.items()}
+
+
+def _allowed(trial: _Trial, rule: Conflict, outcome: Outcome, report: ConflictReport) -> list[Any]:
+    """The rule's allowed values less those that would break another rule reading the option."""
+    before = {c.rule.id for c in outcome.conflicts}
+    keep = []
+    for value in rule.allowed:
+        if value is None:
+            continue
+        trial_out = trial.screen({rule.option: value})
+        if trial_out is None:
+            continue
+        broken = [c for c in trial_out.conflicts if c.rule.id != rule.ref.id and c.rule.id not in before
+                  and rule.option in c.options]
+        if not broken:
+            keep.append(value)
+    return keep
+
+
+def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictReport, outcome: Outcome,
+               flags: dict[str, str], allowed) -> list[Fix]:
+    user = trial.request.args
+    proposals: list[tuple[int, str, dict, tuple]] = []  # (size, description-maker key, set, unset)
+
+    def propose(size: int, set_: dict, unset: tuple, describe: Callable[[Outcome], str]):
+        proposals.append((size, describe, set_, unset))
+
+    for name in report.options:
+        if name in user:
+            propose(1, {}, (name,), lambda out, n=name: (
+                f"Omit {flags[n]} and let the resolver pick (it picks {n}={format_value(out.values[n])})"))
+    for value in allowed:
+        if rule.option in user or value != outcome.values.get(rule.option):
+            propose(1, {rule.option: value}, (), lambda out, o=rule.option, v=value: f"Use {flags[o]} {format_value(v)}")
+    for hint in rule.hints:
+        propose(len(hint.set) + len(hint.unset), dict(hint.set), tuple(hint.unset), lambda out, h=hint: h.description)
+    for set_, unset in _search(trial, pack, rule, report, outcome):
+        size = len(set_) + len(unset)
+        propose(size, set_, unset, lambda out, s=set_, u=unset, o=rule.option: _describe_change(pack, flags, s, u, o, user))
+
+    fixes: list[Fix] = []
+    seen = set()
+    for size, describe, set_, unset in sorted(proposals, key=lambda p: p[0]):
+        key = (tuple(sorted(set_.items(), key=str)), tuple(sorted(unset)))
+        if key in seen:
+            continue
+        seen.add(key)
+        if trial.screen(set_, unset) is None or trial.screen(set_, unset).conflicts:
+            continue
+        out = trial.confirm(set_, unset)
+        if out is None:
+            continue
+        fixes.append(Fix(describe(out), dict(set_), tuple(sorted(unset)), _argv(pack, set_)))
+        if len(fixes) >= _MAX_FIXES:
+            break
+    return fixes
+
+
+def _describe_change(pack, flags, set_, unset, keep, user) -> str:
+    parts = []
+    for n in sorted(unset):
+        parts.append(f"omit {flags[n]}")
+    for n in sorted(set_):
+        v = set_[n]
+        opt = pack.options[n]
+        if opt.type == "bool":
+            parts.append(f"{'add' if v else 'omit'} {flags[n]}")
+        elif v is None:
+            parts.append(f"omit {flags[n]}")
+        else:
+            parts.append(f"set {flags[n]} {format_value(v)}")
+    text = " and ".join(parts)
+    if keep and keep in user:
+        return f"Keep {flags[keep]} {format_value(user[keep])}: {text}"
+    return text[0].upper() + text[1:]
+
+
+def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictReport, outcome: Outcome):
+    """Smallest changes to other options, among those the failing rules read, that resolve."""
+    user = trial.request.args
+    read: set[str] = set()
+    for c in outcome.conflicts:
+        read |= {n for n in pack.rule(c.rule.id).when.names() if n in pack.options}
+    read.discard(rule.option)
+    changes = []
+    for name in sorted(read):
+        for value in _domain(pack, name, outcome.values.get(name), name in user):
+            changes.append((name, value))
+    found = []
+    for size in (1, 2):
+        for combo in itertools.combinations(changes, size):
+            names = [n for n, _ in combo]
+            if len(set(names)) < size:
+                continue
+            set_ = {n: v for n, v in combo if v is not None}
+            unset = tuple(n for n, v in combo if v is None)
+            out = trial.screen(set_, unset)
+            if out is not None and not out.conflicts:
+                found.append((set_, unset))
+        if found:
+            break
+    found.sort(key=lambda f: (len(f[1]), repr(sorted(f[0].items(), key=str)), f[1]))
+    return found[:_MAX_SEARCH_FIXES]

@@ -1,0 +1,325 @@
+"""Load a rules directory into a checked :class:`~resolver.rules.RulePack`.
+
+Every problem is collected and reported together at file:line (with a caret under a bad
+``when:``), as :class:`~resolver.errors.RuleFileErrors`.  Files are read with a safe YAML
+loader: a rule pack is data and can never make the resolver import or run anything.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import string
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .conditions import Atom, Condition, ConditionError, parse_condition
+from .errors import RuleFileErrors, RuleFileProblem
+from .model import MODEL_FACTS
+from .platforms import PLATFORM_FACTS
+from .rules import Adjust, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
+
+__all__ = ["load_rules", "default_rules_dir"]
+
+_SCHEMA = json.loads(resources.files("resolver").joinpath("schema/rules.schema.json").read_text())
+_VALIDATOR = jsonschema.Draft202012Validator(_SCHEMA)
+_INPUT_FACTS = set(PLATFORM_FACTS) | set(MODEL_FACTS)
+
+
+def default_rules_dir() -> str:
+    """The shipped rules: ``rules/`` beside the package (source tree), else the installed copy."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for candidate in (os.path.join(os.path.dirname(here), "rules"), os.path.join(here, "_rules")):
+        if glob.glob(os.path.join(candidate, "*.yaml")):
+            return candidate
+    return os.path.join(os.path.dirname(here), "rules")
+
+
+class _Mapping(dict):
+    """A YAML mapping that remembers the line and column of itself and of each value."""
+
+    line: int = 0
+    positions: dict[str, tuple[int, int]]
+
+
+class _LineLoader(yaml.SafeLoader):
+    def construct_mapping(self, node, deep=False):  # noqa: D102 - yaml hook
+        out = _Mapping(super().construct_mapping(node, deep=True))
+        out.line = node.start_mark.line + 1
+        out.positions = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            style = getattr(value_node, "style", None)
+            # a plain or quoted scalar's text starts at its mark; '>' / '|' blocks on the next line
+            line, col = value_node.start_mark.line + 1, value_node.start_mark.column
+            if style in (">", "|"):
+                line, col = line + 1, None
+            elif style in ('"', "'"):
+                col += 1
+            out.positions[str(key)] = (line, col)
+        return out
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True))
+
+
+def load_rules(directory: str | None = None) -> RulePack:
+    """Load and check every ``*.yaml`` file of ``directory`` (default: the shipped rules)."""
+    directory = os.path.abspath(directory or default_rules_dir())
+    problems: list[RuleFileProblem] = []
+    if not os.path.isdir(directory):
+        problems.append(RuleFileProblem(directory, 0, "the rules directory does not exist"))
+        raise RuleFileErrors(problems)
+    paths = sorted(glob.glob(os.path.join(directory, "*.yaml")))
+    if not paths:
+        problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory"))
+        raise RuleFileErrors(problems)
+    base = os.path.dirname(directory)
+    digest = hashlib.sha256()
+    entries: list[tuple[str, _Mapping, list[str]]] = []
+    for path in paths:
+        rel = os.path.relpath(path, base)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc}"))
+            continue
+        digest.update(rel.encode() + b"\0" + text.encode())
+        try:
+            data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a SafeLoader
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            problems.append(RuleFileProblem(rel, (mark.line + 1) if mark else 0, f"YAML error: {getattr(exc, 'problem', exc)}"))
+            continue
+        lines = text.splitlines()
+        if not isinstance(data, dict):
+            problems.append(RuleFileProblem(rel, 1, "a rule file is a mapping with 'schema' and 'rules'"))
+            continue
+        schema_errors = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+        bad_rules: set[int] = set()
+        for err in schema_errors:
+            path_ = list(err.absolute_path)
+            problems.append(RuleFileProblem(rel, _line_of(data, path_), _schema_message(err)))
+            if len(path_) >= 2 and path_[0] == "rules" and isinstance(path_[1], int):
+                bad_rules.add(path_[1])
+        if schema_errors and not isinstance(data.get("rules"), list):
+            continue
+        for i, rule in enumerate(data.get("rules") or []):
+            if i not in bad_rules and isinstance(rule, _Mapping):
+                entries.append((rel, rule, lines))
+    pack = _build(directory, entries, problems, digest.hexdigest())
+    if problems:
+        raise RuleFileErrors(problems)
+    return pack
+
+
+def _line_of(data: Any, path: list) -> int:
+    line = getattr(data, "line", 1)
+    node = data
+    for key in path:
+        if isinstance(node, _Mapping) and str(key) in node.positions:
+            line = node.positions[str(key)][0]
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            break
+        line = getattr(node, "line", line)
+    return line
+
+
+def _schema_message(err: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in err.absolute_path) or "file"
+    if err.validator == "additionalProperties":
+        return f"{where}: {err.message} (check the spelling; see docs/rule-format.md)"
+    if err.validator == "required":
+        return f"{where}: {err.message}"
+    return f"{where}: {err.message}"
+
+
+class _Builder:
+    def __init__(self, problems: list[RuleFileProblem]):
+        self.problems = problems
+
+    def problem(self, file: str, line: int, message: str, column: int | None = None, source: str | None = None):
+        self.problems.append(RuleFileProblem(file, line, message, column, source))
+
+    def condition(self, file: str, rule: _Mapping, key: str, lines: list[str]) -> Condition | None:
+        text = rule.get(key)
+        try:
+            return parse_condition(text)
+        except ConditionError as exc:
+            line, col = rule.positions.get(key, (rule.line, None))
+            source = lines[line - 1].rstrip() if 0 < line <= len(lines) else None
+            if col is None or source is None or len(str(text).split("\n")) > 1 or "\n" in source:
+                # a folded block: show the logical expression itself with the caret under it
+                self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", exc.column, " ".join(str(text).split()))
+            else:
+                self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", col + exc.column, source)
+            return None
+
+
+def _build(directory: str, entries, problems: list[RuleFileProblem], fingerprint: str) -> RulePack:
+    b = _Builder(problems)
+    seen: dict[str, RuleRef] = {}
+    options: dict[str, Option] = {}
+    facts: dict[str, Fact] = {}
+    defaults: list[Default] = []
+    adjusts: list[Adjust] = []
+    conflicts: list[Conflict] = []
+    pending: list[tuple[RuleRef, Any, Condition | None, _Mapping]] = []
+    for file, rule, lines in entries:
+        ref = RuleRef(rule["id"], file, rule.line)
+        if ref.id in seen:
+            b.problem(file, ref.line, f"duplicate rule id '{ref.id}' (first at {seen[ref.id].file}:{seen[ref.id].line})")
+            continue
+        seen[ref.id] = ref
+        kind, doc = rule["kind"], " ".join(rule["doc"].split())
+        if kind == "option":
+            opt = _option(b, ref, doc, rule)
+            if opt.name in options:
+                b.problem(file, ref.line, f"option '{opt.name}' is declared twice (also {options[opt.name].ref})")
+            options[opt.name] = opt
+            continue
+        when = b.condition(file, rule, "when", lines)
+        pending.append((ref, doc, when, rule))
+    for ref, doc, when, rule in pending:
+        if when is not None and rule["kind"] == "fact":
+            facts[rule["name"]] = Fact(ref, doc, rule["name"], when)
+    known = set(options) | set(facts) | _INPUT_FACTS
+    for ref, doc, when, rule in pending:
+        if when is None:
+            continue
+        kind = rule["kind"]
+        for name in when.names():
+            if name not in known:
+                b.problem(ref.file, rule.positions.get("when", (ref.line, 0))[0],
+                          f"rule {ref.id}: unknown fact or option '{name}' in 'when'{_did_you_mean(name, known)}")
+        if kind == "fact":
+            if rule["name"] in options or rule["name"] in _INPUT_FACTS:
+                b.problem(ref.file, ref.line, f"fact '{rule['name']}' reuses the name of an option or input fact")
+        elif kind == "default":
+            for name, value in rule["set"].items():
+                _check_value(b, ref, options, name, value, "set")
+            defaults.append(Default(ref, doc, when, dict(rule["set"]), rule["priority"]))
+        elif kind == "adjust":
+            _check_value(b, ref, options, rule["option"], rule["value"], "option")
+            adjusts.append(Adjust(ref, doc, when, rule["option"], rule["value"], rule["order"],
+                                  " ".join(rule["message"].split()), bool(rule.get("normalize", False))))
+        elif kind == "conflict":
+            conflicts.append(_conflict(b, ref, doc, when, rule, options, known))
+    for c in conflicts:
+        _check_template(b, c.ref, c.message, known | {"allowed", "option"})
+    for a in adjusts:
+        _check_template(b, a.ref, a.message, known | {"old", "new"})
+    levels = _dependency_levels(b, options, facts, defaults, adjusts)
+    return RulePack(directory, options, facts, tuple(defaults), tuple(adjusts), tuple(conflicts), levels, fingerprint)
+
+
+def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
+    name, typ = rule["name"], rule["type"]
+    choices = tuple(rule.get("choices", ()))
+    if typ == "choice" and not choices:
+        b.problem(ref.file, ref.line, f"option '{name}' of type choice needs 'choices'")
+    value_aliases = dict(rule.get("value_aliases", {}))
+    for old, new in value_aliases.items():
+        if choices and new not in choices:
+            b.problem(ref.file, ref.line, f"option '{name}': value alias '{old}' points to '{new}', which is not a choice")
+    return Option(ref, doc, name, rule.get("flag", "--" + name.replace("_", "-")), typ, " ".join(rule["help"].split()),
+                  choices, tuple(rule.get("aliases", ())), value_aliases, tuple(rule.get("unset_values", ())),
+                  rule.get("default"), rule.get("minimum"))
+
+
+def _check_value(b: _Builder, ref: RuleRef, options: dict[str, Option], name: str, value: Any, key: str) -> None:
+    opt = options.get(name)
+    if opt is None:
+        b.problem(ref.file, ref.line, f"rule {ref.id}: '{key}' names unknown option '{name}'{_did_you_mean(name, set(options))}")
+    elif opt.choices and value is not None and value not in opt.choices:
+        b.problem(ref.file, ref.line, f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})")
+
+
+def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
+    option, allowed = rule.get("option"), tuple(rule.get("allowed", ()))
+    if option is not None:
+        if option not in options:
+            b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{option}'")
+        else:
+            for v in allowed:
+                _check_value(b, ref, options, option, v, "allowed")
+            # "option is set and not in allowed", conjoined to every branch of the context
+            restrict = Atom(option, "notin", allowed + (None,), False)
+            when = Condition(f"({when.source}) and {restrict}", tuple(br + (restrict,) for br in when.branches))
+    hints = []
+    for h in rule.get("fixes", ()):
+        for n, v in h.get("set", {}).items():
+            _check_value(b, ref, options, n, v, "fixes.set")
+        for n in h.get("unset", ()):
+            if n not in options:
+                b.problem(ref.file, ref.line, f"rule {ref.id}: fix unsets unknown option '{n}'")
+        hints.append(FixHint(h["description"], dict(h.get("set", {})), tuple(h.get("unset", ()))))
+    return Conflict(ref, doc, when, " ".join(rule["message"].split()), option, allowed, rule.get("evidence"), tuple(hints))
+
+
+def _check_template(b: _Builder, ref: RuleRef, template: str, known: set[str]) -> None:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        b.problem(ref.file, ref.line, f"rule {ref.id}: bad message template: {exc}")
+        return
+    for f in fields:
+        if f not in known:
+            b.problem(ref.file, ref.line, f"rule {ref.id}: message placeholder '{{{f}}}' names no fact or option")
+
+
+def _dependency_levels(b: _Builder, options, facts, defaults, adjusts) -> tuple[tuple[str, ...], ...]:
+    """Options and derived facts in levels: each comes after everything its rules read."""
+    nodes = set(options) | set(facts)
+    deps: dict[str, dict[str, RuleRef]] = {n: {} for n in nodes}  # node -> {dependency: rule creating the edge}
+    for f in facts.values():
+        for n in f.when.names():
+            if n in nodes:
+                deps[f.name].setdefault(n, f.ref)
+    for d in defaults:
+        for target in d.set:
+            for n in d.when.names():
+                if n in nodes and target in deps:
+                    deps[target].setdefault(n, d.ref)
+    for a in adjusts:
+        for n in a.when.names():
+            if n in nodes and n != a.option and a.option in deps:
+                deps[a.option].setdefault(n, a.ref)
+    order: list[tuple[str, ...]] = []
+    done: set[str] = set()
+    remaining = set(nodes)
+    while remaining:
+        ready = sorted(n for n in remaining if all(d in done for d in deps[n]))
+        if not ready:
+            cycle = _find_cycle(deps, remaining)
+            rules = sorted({str(deps[a][b_]) for a, b_ in zip(cycle, cycle[1:] + cycle[:1])})
+            ref = deps[cycle[0]][cycle[1 % len(cycle)]]
+            b.problem(ref.file, ref.line, f"dependency cycle between options: {' -> '.join(cycle + cycle[:1])}; rules: {'; '.join(rules)}")
+            return tuple(order + [tuple(sorted(remaining))])
+        order.append(tuple(ready))
+        done.update(ready)
+        remaining.difference_update(ready)
+    return tuple(order)
+
+
+def _find_cycle(deps, remaining) -> list[str]:
+    start = sorted(remaining)[0]
+    path, node = [], start
+    while node not in path:
+        path.append(node)
+        node = sorted(d for d in deps[node] if d in remaining)[0]
+    return path[path.index(node):]
+
+
+def _did_you_mean(name: str, known: set[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""

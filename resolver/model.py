@@ -1,0 +1,82 @@
+"""Model facts: read from a Hugging Face ``config.json`` or from ``--model-arch``.
+
+Only reading and naming happens here; what the facts mean (is it DSA? MLA?) is decided by
+rules in ``rules/model.yaml``.  Nothing is downloaded.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .errors import InputError
+
+__all__ = ["MODEL_FACTS", "model_facts", "load_model_config"]
+
+#: fact name -> (config.json field, meaning).  ``model.architecture`` is ``architectures[0]``.
+MODEL_FACTS: dict[str, tuple[str, str]] = {
+    "model.architecture": ("architectures[0]", "the model class SGLang dispatches on"),
+    "model.model_type": ("model_type", "Hugging Face model type"),
+    "model.index_topk": ("index_topk", "DSA indexer top-k (set only on DSA checkpoints)"),
+    "model.learnable_sink": ("learnable_sink", "learnable attention sinks"),
+    "model.kv_lora_rank": ("kv_lora_rank", "MLA latent rank (set on MLA models)"),
+    "model.num_attention_heads": ("num_attention_heads", "query heads"),
+    "model.num_key_value_heads": ("num_key_value_heads", "KV heads"),
+    "model.head_dim": ("head_dim", "attention head dimension"),
+    "model.v_head_dim": ("v_head_dim", "value head dimension"),
+    "model.from_arch_only": ("--model-arch", "true when only the architecture name was given"),
+}
+
+_BOOL_FIELDS = {"model.learnable_sink"}
+
+
+def load_model_config(path: str) -> dict[str, Any]:
+    """Read ``config.json`` (or the one inside a directory); InputError names the file."""
+    target = os.path.join(path, "config.json") if os.path.isdir(path) else path
+    try:
+        with open(target, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise InputError(f"--model-config: no such file: {target}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--model-config: cannot read {target}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--model-config: {target} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"--model-config: {target} must hold a JSON object, not {type(data).__name__}")
+    return data
+
+
+def model_facts(config: dict[str, Any] | None = None, arch: str | None = None) -> dict[str, tuple[Any, str]]:
+    """Model facts with their origins: ``{name: (value, origin)}``."""
+    if config is not None and arch is not None:
+        raise InputError("give either a model config or a model architecture, not both")
+    facts: dict[str, tuple[Any, str]] = {}
+    if arch is not None:
+        if not isinstance(arch, str) or not arch.strip():
+            raise InputError("--model-arch needs a non-empty architecture name")
+        facts["model.architecture"] = (arch.strip(), "--model-arch")
+        facts["model.from_arch_only"] = (True, "--model-arch")
+        facts["model.learnable_sink"] = (False, "--model-arch (no config: no sinks)")
+        return facts
+    if config is None:
+        return facts
+    if not isinstance(config, dict):
+        raise InputError(f"the model config must be a JSON object, not {type(config).__name__}")
+    archs = config.get("architectures")
+    if archs is not None:
+        if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
+            raise InputError("model config: 'architectures' must be a non-empty list of names")
+        facts["model.architecture"] = (archs[0], "config.json architectures[0]")
+    facts["model.from_arch_only"] = (False, "config.json")
+    for name, (fieldname, _) in MODEL_FACTS.items():
+        if name in ("model.architecture", "model.from_arch_only") or fieldname not in config:
+            continue
+        value = config[fieldname]
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise InputError(f"model config: '{fieldname}' must be a scalar, got {type(value).__name__}")
+        facts[name] = (value, f"config.json {fieldname}")
+    for name in _BOOL_FIELDS:
+        value, origin = facts.get(name, (False, f"config.json (no {MODEL_FACTS[name][0]})"))
+        facts[name] = (bool(value), origin)
+    return facts

@@ -1,0 +1,84 @@
+"""Turn what a user typed (flags or JSON ``args``) into typed, validated option values.
+
+Everything here comes from the option declarations in ``rules/``: flags, deprecated aliases,
+types, choices, deprecated values.  Errors are :class:`~resolver.errors.InputError` with a
+"did you mean" where one is close.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from .errors import InputError
+from .rules import Option, RulePack
+
+__all__ = ["coerce_args", "coerce_value"]
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def _did_you_mean(word: str, known) -> str:
+    close = difflib.get_close_matches(word, sorted(known), n=1)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[Any, str | None]:
+    """Return (typed value, deprecation note or None) or raise InputError listing valid values."""
+    flag = flag or option.flag
+    if value is None:
+        return None, None
+    if option.type == "bool":
+        if isinstance(value, bool):
+            return value, None
+        if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
+            return value.lower() in _TRUE, None
+        raise InputError(f"{flag}: expected true or false, got {value!r}")
+    if option.type in ("int", "float"):
+        if isinstance(value, bool):
+            raise InputError(f"{flag}: expected a number, got {value!r}")
+        try:
+            typed = int(value) if option.type == "int" else float(value)
+            if option.type == "int" and isinstance(value, float) and value != int(value):
+                raise ValueError
+        except (TypeError, ValueError):
+            raise InputError(f"{flag}: expected {'an integer' if option.type == 'int' else 'a number'}, got {value!r}") from None
+        if option.minimum is not None and typed < option.minimum:
+            raise InputError(f"{flag}: must be at least {option.minimum:g}, got {typed}")
+        return typed, None
+    if not isinstance(value, str):
+        raise InputError(f"{flag}: expected a string, got {value!r}")
+    if option.type == "choice":
+        if value in option.value_aliases:
+            new = option.value_aliases[value]
+            return new, f"{flag} {value} is deprecated; it means {new}: use {flag} {new}"
+        if value not in option.choices:
+            raise InputError(
+                f"{flag}: invalid value '{value}'.{_did_you_mean(value, option.choices)} "
+                f"Valid values: {', '.join(option.choices)}"
+            )
+    return value, None
+
+
+def coerce_args(pack: RulePack, args: dict[str, Any], flags: dict[str, str] | None = None):
+    """Validate a mapping of option name -> value.
+
+    Returns (typed args without unset values, notes about deprecated spellings).  Values listed
+    in an option's ``unset_values`` (``auto`` for the KV dtype) mean "let the resolver pick".
+    """
+    if not isinstance(args, dict):
+        raise InputError(f"args must be a JSON object of option: value, got {type(args).__name__}")
+    flags = flags or {}
+    typed: dict[str, Any] = {}
+    notes: list[str] = []
+    for name in sorted(args):
+        option = pack.options.get(name)
+        if option is None:
+            raise InputError(f"unknown option '{name}'.{_did_you_mean(str(name), pack.options)}")
+        value, note = coerce_value(option, args[name], flags.get(name))
+        if note:
+            notes.append(note)
+        if value is None or value in option.unset_values and not isinstance(value, bool):
+            continue
+        typed[name] = value
+    return typed, notes

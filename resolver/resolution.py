@@ -1,0 +1,327 @@
+"""The resolution: forward chaining over the compiled rules, and its result as data.
+
+:func:`run` drives one resolution.  The engine (a matcher, :mod:`resolver.engine`) does all
+the matching; this module only schedules what is asserted and decides among the candidates
+the engine produced, which durable-rules cannot do safely itself (reference P5):
+
+1. assert the input facts (platform, model);
+2. for each dependency level of the pack (options and derived facts whose rules read only
+   earlier levels): decide each name's value (a derived fact holds if one of its rules
+   fired; an option keeps the user's value, else takes the highest-priority default that
+   fired, else its declared default), run its adjustments in order (each one an ``adj``
+   fact the engine matches), then assert the level's values, which fires the next rules;
+3. every conflict rule that fired is a conflict.
+
+Because every value is asserted once and every decision sorts its candidates, neither the
+order of facts nor of rule files can change the result.
+"""
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compiler import CompiledPack
+from .errors import AmbiguousDefaultError
+from .model import MODEL_FACTS
+from .platforms import Platform
+from .rules import Adjust, Conflict, Default, Fact, RuleRef
+
+__all__ = ["Request", "FactUse", "Candidate", "Adjustment", "Derivation", "Fix", "ConflictReport", "Outcome", "run",
+           "render_message", "format_value"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one resolution starts from: typed, validated input."""
+
+    platform: Platform
+    platform_source: str  # e.g. "--platform h100"
+    model: dict[str, tuple[Any, str]]  # model fact -> (value, origin)
+    args: dict[str, Any]  # option -> the user's value (already normalised for aliases)
+    flags: dict[str, str] = field(default_factory=dict)  # option -> the flag the user typed
+
+
+@dataclass(frozen=True)
+class FactUse:
+    """A fact a rule read: its value, who decided it (source) and how (origin)."""
+
+    name: str
+    value: Any
+    source: str  # user | default | adjustment | fallback | derived | model | platform
+    origin: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "source": self.source, "origin": self.origin}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    rule: RuleRef
+    value: Any
+    priority: int
+    outcome: str  # chosen | shadowed | overridden-by-user
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule.to_dict(), "value": self.value, "priority": self.priority, "outcome": self.outcome,
+                "why": self.why}
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    rule: RuleRef
+    old: Any
+    new: Any
+    message: str
+    normalize: bool
+    facts: tuple[FactUse, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule.to_dict(), "from": self.old, "to": self.new, "message": self.message,
+                "kind": "normalization" if self.normalize else "adjustment", "facts": [f.to_dict() for f in self.facts]}
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """Why a name has its value."""
+
+    name: str
+    value: Any
+    source: str
+    rule: RuleRef | None
+    doc: str
+    facts: tuple[FactUse, ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+    adjustments: tuple[Adjustment, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "source": self.source, "rule": self.rule.to_dict() if self.rule else None,
+                "doc": self.doc, "facts": [f.to_dict() for f in self.facts],
+                "candidates": [c.to_dict() for c in self.candidates],
+                "adjustments": [a.to_dict() for a in self.adjustments]}
+
+
+@dataclass(frozen=True)
+class Fix:
+    description: str
+    set: dict[str, Any]
+    unset: tuple[str, ...]
+    argv: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"description": self.description, "set": dict(self.set), "unset": list(self.unset), "argv": list(self.argv)}
+
+
+@dataclass(frozen=True)
+class ConflictReport:
+    rule: RuleRef
+    doc: str
+    message: str
+    options: tuple[str, ...]
+    facts: tuple[FactUse, ...]
+    allowed: tuple[Any, ...] | None
+    evidence: str | None
+    fixes: tuple[Fix, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule.to_dict(), "doc": self.doc, "message": self.message, "options": list(self.options),
+                "facts": [f.to_dict() for f in self.facts],
+                "allowed": list(self.allowed) if self.allowed is not None else None,
+                "evidence": self.evidence, "fixes": [f.to_dict() for f in self.fixes]}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The raw result of :func:`run`; :class:`resolver.api.Resolution` wraps it for users."""
+
+    values: dict[str, Any]  # every option
+    facts: dict[str, FactUse]  # every name (inputs, derived facts, options) with its origin
+    derivations: dict[str, Derivation]  # options and derived facts
+    conflicts: tuple[ConflictReport, ...]
+    warnings: tuple[str, ...]
+    fired: tuple[str, ...]  # every branch the engine fired, sorted (for tests and explanations)
+
+
+def format_value(v: Any) -> str:
+    """How values appear inside messages (SGLang prints Python values)."""
+    return "None" if v is None else str(v)
+
+
+class _Formatter(string.Formatter):
+    """Placeholders are whole fact names (``{platform.name}``), never attribute lookups."""
+
+    def get_field(self, field_name, args, kwargs):
+        return kwargs.get(field_name, "{" + field_name + "}"), field_name
+
+
+_FORMATTER = _Formatter()
+
+
+def render_message(template: str, values: dict[str, Any], extra: dict[str, Any] | None = None) -> str:
+    data = {k: format_value(v) for k, v in values.items()}
+    data.update(extra or {})
+    return _FORMATTER.vformat(template, (), data)
+
+
+def run(compiled: CompiledPack, matcher, request: Request) -> Outcome:
+    pack = compiled.pack
+    facts: dict[str, FactUse] = {}
+    values: dict[str, Any] = {}
+    firings: dict[str, dict[str, Any]] = {}
+    derivations: dict[str, Derivation] = {}
+    warnings: list[str] = []
+
+    def record(batch):
+        for key, read in batch:
+            firings[key] = read
+
+    def fact(name: str, value: Any) -> dict:
+        f = {"id": f"v:{name}", "t": "val", "o": name}
+        if value is not None:
+            f["v"] = value
+        return f
+
+    with matcher.session() as session:
+        inputs = []
+        for name, value in sorted(request.platform.facts().items()):
+            facts[name] = FactUse(name, value, "platform", f"platform {request.platform.name} ({request.platform_source})")
+            inputs.append(fact(name, value))
+        for name in sorted(MODEL_FACTS):  # declared model facts; an absent one is asserted as null
+            value, origin = request.model.get(name, (None, f"config.json has no {MODEL_FACTS[name][0]}"))
+            facts[name] = FactUse(name, value, "model", origin)
+            inputs.append(fact(name, value))
+        record(session.assert_facts(inputs))
+        values.update({n: f.value for n, f in facts.items()})
+
+        for level in pack.levels:
+            batch = []
+            for name in level:
+                if name in pack.facts:
+                    d = _decide_fact(pack.facts[name], compiled, firings, facts)
+                else:
+                    d = _decide_option(name, compiled, firings, facts, request)
+                    d = _adjust(d, compiled, session, firings, facts, values, request, warnings, record)
+                derivations[name] = d
+                facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
+                values[name] = d.value
+                batch.append(fact(name, d.value))
+            record(session.assert_facts(batch))
+
+    conflicts = []
+    fired_rules: dict[str, tuple[int, dict]] = {}
+    for key, read in firings.items():
+        b = compiled.branches[key]
+        if isinstance(b.rule, Conflict):
+            prev = fired_rules.get(b.rule.ref.id)
+            if prev is None or b.index < prev[0]:
+                fired_rules[b.rule.ref.id] = (b.index, read)
+    for rid in sorted(fired_rules, key=lambda r: (pack.rule(r).ref.file, pack.rule(r).ref.line)):
+        rule: Conflict = pack.rule(rid)
+        idx, read = fired_rules[rid]
+        conflicts.append(conflict_report(rule, read, facts, values, pack, rule.allowed or None))
+    option_values = {n: values[n] for n in pack.options}
+    return Outcome(option_values, facts, derivations, tuple(conflicts), tuple(warnings), tuple(sorted(firings)))
+
+
+def conflict_report(rule: Conflict, read: dict, facts, values, pack, allowed) -> ConflictReport:
+    names = list(read)
+    if rule.option and rule.option not in names:
+        names.append(rule.option)
+    used = tuple(facts[n] for n in _ordered(names))
+    options = tuple(n for n in _ordered(names) if n in pack.options)
+    extra = {"option": rule.option or "", "allowed": repr(sorted(allowed, key=str)) if allowed is not None else ""}
+    message = render_message(rule.message, values, extra)
+    return ConflictReport(rule.ref, rule.doc, message, options, used, tuple(allowed) if allowed is not None else None,
+                          rule.evidence)
+
+
+def _ordered(names):
+    # options first (what the user can change), then derived, model and platform facts
+    return sorted(set(names), key=lambda n: (n.startswith("platform."), n.startswith("model."), n))
+
+
+def _decide_fact(rule: Fact, compiled, firings, facts) -> Derivation:
+    hits = sorted(k for k in firings if compiled.branches[k].rule is rule)
+    if hits:
+        read = firings[hits[0]]
+        return Derivation(rule.name, True, "derived", rule.ref, rule.doc, tuple(facts[n] for n in _ordered(read)))
+    return Derivation(rule.name, False, "derived", rule.ref, f"no branch of this rule matched: {rule.doc}")
+
+
+def _decide_option(name, compiled, firings, facts, request: Request) -> Derivation:
+    option = compiled.pack.options[name]
+    proposals: list[tuple[Default, dict]] = []
+    for key, read in firings.items():
+        b = compiled.branches[key]
+        if isinstance(b.rule, Default) and name in b.rule.set:
+            proposals.append((b.rule, read))
+    # one proposal per rule (several branches of one rule may fire), best first, ties by id
+    by_rule: dict[str, tuple[Default, dict]] = {}
+    for rule, read in sorted(proposals, key=lambda p: p[0].ref.id):
+        by_rule.setdefault(rule.ref.id, (rule, read))
+    ranked = sorted(by_rule.values(), key=lambda p: (-p[0].priority, p[0].ref.id))
+    if request.args.get(name) is not None:
+        flag = request.flags.get(name, option.flag)
+        cands = tuple(Candidate(r.ref, r.set[name], r.priority, "overridden-by-user", f"the user set {flag}")
+                      for r, _ in ranked)
+        return Derivation(name, request.args[name], "user", option.ref, option.doc, (), cands)
+    if not ranked:
+        return Derivation(name, option.default, "fallback", option.ref,
+                          f"no default rule applied; the option's declared default. {option.doc}")
+    best, read = ranked[0]
+    for other, _ in ranked[1:]:
+        if other.priority == best.priority and other.set[name] != best.set[name]:
+            raise AmbiguousDefaultError(
+                f"two defaults of equal priority {best.priority} propose different values for {name}: "
+                f"{best.ref} -> {best.set[name]!r} and {other.ref} -> {other.set[name]!r}; give them distinct priorities"
+            )
+    cands = tuple(Candidate(r.ref, r.set[name], r.priority, "shadowed",
+                            f"lower priority than {best.ref.id} ({best.priority})") for r, _ in ranked[1:])
+    return Derivation(name, best.set[name], "default", best.ref, best.doc, tuple(facts[n] for n in _ordered(read)), cands)
+
+
+def _adjust(d: Derivation, compiled, session, firings, facts, values, request, warnings, record) -> Derivation:
+    steps = compiled.adjust_steps.get(d.name, ())
+    if not steps:
+        return d
+    current, done = d.value, []
+    for i, adj in enumerate(steps):
+        f = {"id": f"a:{d.name}:{i}", "t": "adj", "o": d.name, "k": i}
+        if current is not None:
+            f["v"] = current
+        batch = session.assert_facts([f])
+        record(batch)
+        hit = [read for key, read in batch if compiled.branches[key].rule is adj]
+        if not hit or adj.value == current:
+            continue
+        read = hit[0]
+        used = tuple(FactUse(n, current, d.source, "the value before this adjustment") if n == d.name else facts[n]
+                     for n in _ordered(read))
+        msg_values = dict(values)
+        msg_values[d.name] = current
+        message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(adj.value)})
+        done.append(Adjustment(adj.ref, current, adj.value, message, adj.normalize, used))
+        if d.source == "user" and not adj.normalize:
+            flag = request.flags.get(d.name, compiled.pack.options[d.name].flag)
+            warnings.append(f"{flag}={format_value(current)} was changed to {format_value(adj.value)} by {adj.ref}: {message}")
+        current = adj.value
+    if not done:
+        return d
+    last = [a for a in done if not a.normalize]
+    source = "adjustment" if last else d.source
+    return Derivation(d.name, current, source, (last[-1].rule if last else d.rule), d.doc, d.facts, d.candidates,
+                      tuple(done))
+
+
+def _origin(d: Derivation, request: Request) -> str:
+    if d.source == "user":
+        flag = request.flags.get(d.name, "--" + d.name.replace("_", "-"))
+        return f"set by the user ({flag} {format_value(request.args.get(d.name))})"
+    if d.source == "derived":
+        return f"{'derived by' if d.value else 'no match in'} {d.rule}"
+    if d.source == "fallback":
+        return f"the option's declared default ({d.rule})"
+    if d.source == "adjustment":
+        return f"adjusted by {d.rule}"
+    return f"default {d.rule}"

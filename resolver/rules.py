@@ -1,0 +1,126 @@
+"""Rule objects: what one YAML entry means, with its file:line.
+
+Five kinds, each a frozen dataclass:
+
+* :class:`Option`   a launch option (a SGLang ``ServerArgs`` field): flag, type, choices, help;
+* :class:`Fact`     a derived boolean fact ("the model is DSA"), true when its ``when`` holds;
+* :class:`Default`  candidate values for options, active when ``when`` holds, ranked by priority;
+* :class:`Adjust`   a change applied to an option's value after it is chosen, always reported;
+* :class:`Conflict` a condition that must not hold; optionally restricts one option to a set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .conditions import Condition
+
+__all__ = ["RuleRef", "Option", "Fact", "Default", "Adjust", "Conflict", "FixHint", "RulePack"]
+
+
+@dataclass(frozen=True)
+class RuleRef:
+    """Where a rule lives: its id, file (relative to the rules directory's parent) and line."""
+
+    id: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.file}:{self.line})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "file": self.file, "line": self.line}
+
+
+@dataclass(frozen=True)
+class Option:
+    ref: RuleRef
+    doc: str
+    name: str
+    flag: str
+    type: str  # choice | bool | int | float | str
+    help: str
+    choices: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    value_aliases: dict[str, str] = field(default_factory=dict)
+    unset_values: tuple[Any, ...] = ()
+    default: Any = None
+    minimum: float | None = None
+
+
+@dataclass(frozen=True)
+class Fact:
+    ref: RuleRef
+    doc: str
+    name: str
+    when: Condition
+
+
+@dataclass(frozen=True)
+class Default:
+    ref: RuleRef
+    doc: str
+    when: Condition
+    set: dict[str, Any]
+    priority: int
+
+
+@dataclass(frozen=True)
+class Adjust:
+    ref: RuleRef
+    doc: str
+    when: Condition
+    option: str
+    value: Any
+    order: int
+    message: str
+    normalize: bool = False
+
+
+@dataclass(frozen=True)
+class FixHint:
+    description: str
+    set: dict[str, Any]
+    unset: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conflict:
+    ref: RuleRef
+    doc: str
+    when: Condition  # the full condition, including "option not in allowed" for a restriction
+    message: str
+    option: str | None = None
+    allowed: tuple[Any, ...] = ()
+    evidence: str | None = None
+    hints: tuple[FixHint, ...] = ()
+
+
+@dataclass(frozen=True)
+class RulePack:
+    """A loaded, checked rule pack.  Built by :func:`resolver.loader.load_rules`."""
+
+    directory: str
+    options: dict[str, Option]
+    facts: dict[str, Fact]
+    defaults: tuple[Default, ...]
+    adjusts: tuple[Adjust, ...]
+    conflicts: tuple[Conflict, ...]
+    levels: tuple[tuple[str, ...], ...]  # options and derived facts, in dependency levels
+    fingerprint: str  # content hash, used to cache compiled packs
+
+    @property
+    def order(self) -> tuple[str, ...]:
+        return tuple(n for level in self.levels for n in level)
+
+    def rule(self, rule_id: str):
+        for group in (self.options.values(), self.facts.values(), self.defaults, self.adjusts, self.conflicts):
+            for r in group:
+                if r.ref.id == rule_id:
+                    return r
+        raise KeyError(rule_id)
+
+    def all_refs(self) -> list[RuleRef]:
+        groups = (self.options.values(), self.facts.values(), self.defaults, self.adjusts, self.conflicts)
+        return sorted((r.ref for g in groups for r in g), key=lambda r: (r.file, r.line))

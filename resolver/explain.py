@@ -43,13 +43,14 @@ def render_text(res, explain: bool = False, only: str | None = None) -> str:
     else:
         lines.append("")
         lines.append("resolved configuration:")
-        names = [only] if only else sorted(pack.options)
-        width = max(len(n) for n in names)
+        names = [only] if only else [n for n in sorted(pack.options) if res.derivations[n].source != "fallback"]
+        width = max([len(n) for n in names] + [1])
         for name in names:
             d = res.derivations[name]
-            if d.value is None and d.source == "fallback" and not explain:
-                continue
-            lines.append(f"  {name:<{width}} = {_v(d.value):<22} ({_source_label(d)})")
+            lines.append(f"  {name:<{width}} = {_v(d.value):<16} ({_source_label(d)})")
+        rest = len(pack.options) - len(names)
+        if not only and rest:
+            lines.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
     if res.warnings:
         lines.append("")
         lines.append("warnings:")

@@ -157,6 +157,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
 
     fixes: list[Fix] = []
     seen = set()
+    outcomes = set()  # two spellings of one change (bf16 / bfloat16) that resolve alike: list one
     for size, describe, set_, unset in sorted(proposals, key=lambda p: p[0]):
         key = (tuple(sorted(set_.items(), key=str)), tuple(sorted(unset)))
         if key in seen:
@@ -167,6 +168,10 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
         out = trial.confirm(set_, unset)
         if out is None:
             continue
+        same = tuple(sorted(out.values.items(), key=str))
+        if same in outcomes and (set_ or unset) and size > 1:
+            continue
+        outcomes.add(same)
         fixes.append(Fix(describe(out), dict(set_), tuple(sorted(unset)), _argv(pack, set_)))
         if len(fixes) >= _MAX_FIXES:
             break

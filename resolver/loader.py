@@ -78,11 +78,12 @@ def load_rules(directory: str | None = None) -> RulePack:
     if not paths:
         problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory"))
         raise RuleFileErrors(problems)
-    base = os.path.dirname(directory)
+    shipped = directory == os.path.abspath(default_rules_dir())
     digest = hashlib.sha256()
     entries: list[tuple[str, _Mapping, list[str]]] = []
     for path in paths:
-        rel = os.path.relpath(path, base)
+        # the shipped pack is cited as rules/NAME wherever it is installed
+        rel = os.path.join("rules", os.path.basename(path)) if shipped else os.path.relpath(path)
         try:
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()

@@ -164,8 +164,11 @@ def render_message(template: str, values: dict[str, Any], extra: dict[str, Any] 
     return _FORMATTER.vformat(template, (), data)
 
 
-def run(compiled: CompiledPack, matcher, request: Request) -> Outcome:
+def run(compiled: CompiledPack, matcher, request: Request, shuffle=None) -> Outcome:
+    """One resolution.  ``shuffle`` (tests only) permutes each batch of facts before it is
+    asserted, to show that the order of facts never changes the result."""
     pack = compiled.pack
+    order = shuffle or (lambda batch: batch)
     facts: dict[str, FactUse] = {}
     values: dict[str, Any] = {}
     firings: dict[str, dict[str, Any]] = {}
@@ -191,12 +194,12 @@ def run(compiled: CompiledPack, matcher, request: Request) -> Outcome:
             value, origin = request.model.get(name, (None, f"config.json has no {MODEL_FACTS[name][0]}"))
             facts[name] = FactUse(name, value, "model", origin)
             inputs.append(fact(name, value))
-        record(session.assert_facts(inputs))
+        record(session.assert_facts(order(inputs)))
         values.update({n: f.value for n, f in facts.items()})
 
         for level in pack.levels:
             batch = []
-            for name in level:
+            for name in order(list(level)):
                 if name in pack.facts:
                     d = _decide_fact(pack.facts[name], compiled, firings, facts)
                 else:
@@ -206,7 +209,7 @@ def run(compiled: CompiledPack, matcher, request: Request) -> Outcome:
                 facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
                 values[name] = d.value
                 batch.append(fact(name, d.value))
-            record(session.assert_facts(batch))
+            record(session.assert_facts(order(batch)))
 
     conflicts = []
     fired_rules: dict[str, tuple[int, dict]] = {}
@@ -216,7 +219,8 @@ def run(compiled: CompiledPack, matcher, request: Request) -> Outcome:
             prev = fired_rules.get(b.rule.ref.id)
             if prev is None or b.index < prev[0]:
                 fired_rules[b.rule.ref.id] = (b.index, read)
-    for rid in sorted(fired_rules, key=lambda r: (pack.rule(r).ref.file, pack.rule(r).ref.line)):
+    # restrictions of one option (the "your flag is refused" kind) first, then by file:line
+    for rid in sorted(fired_rules, key=lambda r: (pack.rule(r).option is None, pack.rule(r).ref.file, pack.rule(r).ref.line)):
         rule: Conflict = pack.rule(rid)
         idx, read = fired_rules[rid]
         conflicts.append(conflict_report(rule, read, facts, values, pack, rule.allowed or None))
@@ -317,7 +321,8 @@ def _adjust(d: Derivation, compiled, session, firings, facts, values, request, w
 def _origin(d: Derivation, request: Request) -> str:
     if d.source == "user":
         flag = request.flags.get(d.name, "--" + d.name.replace("_", "-"))
-        return f"set by the user ({flag} {format_value(request.args.get(d.name))})"
+        value = request.args.get(d.name)
+        return f"set by the user ({flag}{'' if isinstance(value, bool) else ' ' + format_value(value)})"
     if d.source == "derived":
         return f"{'derived by' if d.value else 'no match in'} {d.rule}"
     if d.source == "fallback":

@@ -79,8 +79,8 @@ class Atom:
         if self.op in ("in", "notin"):
             inside = any(_same(v, c) for c in self.value)
             return inside if self.op == "in" else not inside
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(self.value, bool):
-            return False
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return self.none_ok  # a non-number is "no value" to an ordered test, so negation stays exact
         return {"lt": v < self.value, "le": v <= self.value, "gt": v > self.value, "ge": v >= self.value}[self.op]
 
     def names(self) -> tuple[str, ...]:
@@ -202,6 +202,8 @@ def _compare(node: ast.Compare) -> Atom:
     left, right = node.left, node.comparators[0]
     if op is None:
         raise ConditionError(f"unsupported operator in '{ast.unparse(node)}'", node.col_offset)
+    if op in ("in", "notin") and not isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+        raise ConditionError(f"'{_SYMBOL[op]}' needs a list of constants", right.col_offset)
     if _is_name(left) and _is_name(right):
         if op != "eq":
             raise ConditionError(

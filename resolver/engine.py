@@ -99,7 +99,7 @@ class DurableMatcher:
             try:
                 self._trace.append((key, _facts_of(c._m)))
             except BaseException as exc:  # noqa: BLE001 - re-raised by the caller (P6)
-                self._errors.append(exc)
+                self._errors.append((key, exc))
         return action
 
     @contextmanager
@@ -134,7 +134,9 @@ class _DurableSession:
             raise EngineError(f"durable-rules refused a fact: {exc}") from exc
         self.asserted += len(facts)
         if self.m._errors:
-            raise EngineError(f"a rule action failed: {self.m._errors[0]!r}") from self.m._errors[0]
+            key, exc = self.m._errors[0]
+            rule = self.m.compiled.branches[key].rule
+            raise EngineError(f"the action of rule {rule.ref} failed: {exc!r}") from exc
         if isinstance(state, dict) and "exception" in state:
             raise EngineError(f"durable-rules reported an exception in a rule action: {state['exception']}")
         return self.m._trace[start:]

@@ -83,7 +83,7 @@ def load_rules(directory: str | None = None) -> RulePack:
     entries: list[tuple[str, _Mapping, list[str]]] = []
     for path in paths:
         # the shipped pack is cited as rules/NAME wherever it is installed
-        rel = os.path.join("rules", os.path.basename(path)) if shipped else os.path.relpath(path)
+        rel = os.path.join("rules", os.path.basename(path)) if shipped else _display_path(path)
         try:
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
@@ -117,6 +117,11 @@ def load_rules(directory: str | None = None) -> RulePack:
     if problems:
         raise RuleFileErrors(problems)
     return pack
+
+
+def _display_path(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def _line_of(data: Any, path: list) -> int:

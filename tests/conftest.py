@@ -1,0 +1,42 @@
+"""Shared fixtures: the shipped engine, and small rule packs written into temporary folders."""
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+
+import pytest
+
+from resolver.api import get_engine
+from resolver.loader import default_rules_dir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PUBLIC_DATA = os.path.join(ROOT, "tests", "data", "sglang-0.5.23-public.jsonl")
+
+
+@pytest.fixture(scope="session")
+def engine():
+    return get_engine()
+
+
+@pytest.fixture
+def rules_dir(tmp_path):
+    """Write rule files (name -> YAML text) into a fresh directory; returns its path."""
+
+    def make(files: dict[str, str], with_shipped_options: bool = False) -> str:
+        d = tmp_path / "rules"
+        d.mkdir(exist_ok=True)
+        if with_shipped_options:
+            shutil.copy(os.path.join(default_rules_dir(), "options.yaml"), d / "options.yaml")
+        for name, text in files.items():
+            (d / name).write_text(textwrap.dedent(text))
+        return str(d)
+
+    return make
+
+
+SEED_ARGV = ["--platform", "h100", "--model-arch", "DeepseekV32ForCausalLM", "--kv-cache-dtype", "fp8_e4m3",
+             "--enable-hisparse", "--disable-radix-cache", "--dsa-decode-backend", "tilelang"]
+SEED_ARGS = {"kv_cache_dtype": "fp8_e4m3", "enable_hisparse": True, "disable_radix_cache": True,
+             "dsa_decode_backend": "tilelang"}

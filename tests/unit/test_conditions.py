@@ -1,0 +1,69 @@
+"""The when: language: parsing to DNF, exact negation, null semantics, errors with columns."""
+import pytest
+
+from resolver.conditions import Atom, ConditionError, parse_condition
+
+
+def test_and_or_not_normalise_to_dnf():
+    c = parse_condition('a and (b or not c) and x in ["p", "q"]')
+    assert len(c.branches) == 2
+    assert c.holds({"a": True, "b": True, "c": True, "x": "p"})
+    assert c.holds({"a": True, "b": False, "c": False, "x": "q"})
+    assert not c.holds({"a": True, "b": False, "c": True, "x": "p"})
+    assert not c.holds({"a": True, "b": True, "x": "z"})
+
+
+def test_negation_is_exact_including_null():
+    values = [None, 1, 5, 9, "s", True, False]
+    for text in ["n < 5", "n == 5", "n != 5", "n in [1, 5]", "n not in [1, null]", "n >= 9", "n == null", "n"]:
+        pos, neg = parse_condition(text), parse_condition(f"not ({text})")
+        for v in values:
+            assert pos.holds({"n": v}) != neg.holds({"n": v}), (text, v)
+
+
+def test_null_rules():
+    assert parse_condition("x != 'a'").holds({"x": None})
+    assert not parse_condition("x == 'a'").holds({"x": None})
+    assert not parse_condition("x < 3").holds({"x": None})
+    assert parse_condition("x == null").holds({})
+    assert parse_condition("x not in ['a']").holds({"x": None})
+
+
+def test_booleans_do_not_equal_numbers():
+    assert not parse_condition("x == 1").holds({"x": True})
+    assert parse_condition("x").holds({"x": True})
+
+
+def test_constant_on_the_left_is_mirrored():
+    assert parse_condition("10 <= platform.major").branches == ((Atom("platform.major", "ge", 10, False),),)
+
+
+@pytest.mark.parametrize("text, fragment, column", [
+    ("a and", "invalid syntax", None),
+    ("a != b", "only '=='", 0),
+    ("x < 'text'", "needs a number", 4),
+    ("x + 1", "unsupported expression", 0),
+    ("1 < x < 3", "chained", 0),
+    ("x in y", "list of constants", 5),
+    ("x == y.z()", "expected a constant", None),
+])
+def test_errors_carry_a_message_and_column(text, fragment, column):
+    with pytest.raises(ConditionError) as info:
+        parse_condition(text)
+    assert fragment in info.value.message
+    if column is not None:
+        assert info.value.column == column
+
+
+def test_equality_join_allowed_but_not_its_negation():
+    c = parse_condition("a == b")
+    assert c.branches[0][0].op == "join"
+    assert c.holds({"a": "x", "b": "x"}) and not c.holds({"a": None, "b": None})
+    with pytest.raises(ConditionError):
+        parse_condition("not (a == b)")
+
+
+def test_names_and_constants():
+    c = parse_condition('kv in ["a", "b"] and platform.major >= 10')
+    assert c.names() == ("kv", "platform.major")
+    assert c.constants("kv") == {"a", "b"}

@@ -43,6 +43,7 @@ class _OptionValue(argparse.Action):
 def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     p = _Parser(
         prog="resolve",
+        allow_abbrev=False,  # a prefix of one flag could silently become another
         description="Resolve and explain the attention-kernel launch options of an LLM server (SGLang 0.5.23 rules).",
         epilog="Subcommands arriving later: kernels, platforms, matrix, lint, diff. "
                "Exit status: 0 resolved, 1 conflict, 2 bad input.",

@@ -1,0 +1,155 @@
+"""The command line: exit codes, bad input without tracebacks, batch mode, deprecated aliases."""
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from resolver.cli import main
+
+from .conftest import ROOT, SEED_ARGV
+
+BASE = ["--platform", "h100", "--model-arch", "DeepseekV32ForCausalLM"]
+
+
+def _cli(argv, stdin=None):
+    out, err = io.StringIO(), io.StringIO()
+    if stdin is not None:
+        old = sys.stdin
+        sys.stdin = io.StringIO(stdin)
+    try:
+        code = main(argv, out, err)
+    finally:
+        if stdin is not None:
+            sys.stdin = old
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_resolved_exits_0():
+    code, out, err = _cli(BASE)
+    assert code == 0 and "dsa_decode_backend  = fa3" in out and err == ""
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (BASE + ["--kv-cache-dtyp", "fp8_e4m3"], "Did you mean --kv-cache-dtype?"),
+    (BASE + ["--bogus"], "unknown flag '--bogus'"),
+    (BASE + ["--kv-cache-dtype", "fp8"], "Valid values: auto, fp8_e5m2, fp8_e4m3"),
+    (BASE + ["--kv-cache-dtype", "float16"], "invalid value 'float16'"),
+    (BASE + ["--page-size", "big"], "--page-size: expected an integer"),
+    (BASE + ["--page-size", "0"], "must be at least 1"),
+    (["--platform", "h1000", "--model-arch", "X"], "unknown platform 'h1000'. Did you mean 'h100'?"),
+    (["--platform", "auto", "--model-arch", "X"], "name the target GPU"),
+    (["--model-arch", "X"], "name the target GPU"),
+    (["--platform", "h100", "--model-config", "/nonexistent/config.json"], "no such file: /nonexistent/config.json"),
+    (BASE + ["--explain", "kv_cache"], "--explain kv_cache: no such option. Did you mean 'kv_cache_dtype'?"),
+    (BASE + ["--batch", "/nonexistent.jsonl"], "--batch: cannot read /nonexistent.jsonl"),
+    (BASE + ["--installed", "flashinfer"], "--installed expects PKG=yes or PKG=no"),
+    (["--compute-capability", "7.5", "--model-arch", "X"], "no known nvidia platform has capability 7.5"),
+    (["--platform", "h100", "--model-arch", "X", "stray"], "unexpected argument 'stray'"),
+])
+def test_bad_input_exits_2_with_a_message(argv, needle):
+    code, out, err = _cli(argv)
+    assert code == 2, (out, err)
+    assert needle in err
+    assert "Traceback" not in err + out
+
+
+def test_model_config_not_json_and_directory(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    code, _, err = _cli(["--platform", "h100", "--model-config", str(bad)])
+    assert code == 2 and f"{bad} is not valid JSON" in err
+    bad.write_text(json.dumps({"architectures": ["DeepseekV32ForCausalLM"], "index_topk": 2048}))
+    code, out, _ = _cli(["--platform", "h100", "--model-config", str(tmp_path), "--format", "json"])
+    assert code == 0 and json.loads(out)["values"]["attention_backend"] == "dsa"
+    bad.write_text("[1, 2]")
+    code, _, err = _cli(["--platform", "h100", "--model-config", str(bad)])
+    assert code == 2 and "must hold a JSON object" in err
+
+
+def test_unreadable_model_config(tmp_path):
+    d = tmp_path / "dir"
+    d.mkdir()
+    code, _, err = _cli(["--platform", "h100", "--model-config", str(d)])
+    assert code == 2 and "no such file" in err and str(d) in err
+
+
+def test_broken_rule_files_exit_2_with_every_error(tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "a.yaml").write_text("schema: resolver/1\nrules:\n  - id: x\n    kind: conflict\n    doc: d\n    when: a <\n    message: m\n"
+                                  "  - id: y\n    kind: nope\n    doc: d\n")
+    code, _, err = _cli(["--rules", str(rules), "--platform", "h100"])
+    assert code == 2
+    assert "2 problems in the rule files" in err and "a.yaml:6" in err and "a.yaml:9" in err
+
+
+def test_deprecated_aliases_are_accepted_and_reported():
+    code, out, _ = _cli(BASE + ["--nsa-decode-backend", "flashmla_kv", "--kv-cache-dtype", "fp8_e4m3",
+                                "--attention-backend", "nsa", "--format", "json"])
+    doc = json.loads(out)
+    assert code == 0
+    assert doc["values"]["dsa_decode_backend"] == "flashmla_kv" and doc["values"]["attention_backend"] == "dsa"
+    assert any("--nsa-decode-backend is deprecated; use --dsa-decode-backend" in w for w in doc["warnings"])
+    assert any("--attention-backend nsa is deprecated" in w for w in doc["warnings"])
+
+
+def test_explicit_page_size_adjustment_is_a_warning():
+    code, out, _ = _cli(BASE + ["--page-size", "128", "--format", "json"])
+    doc = json.loads(out)
+    assert code == 0 and doc["values"]["page_size"] == 64
+    assert doc["derivations"]["page_size"]["source"] == "adjustment"
+    assert doc["derivations"]["page_size"]["adjustments"][0]["from"] == 128
+    assert any("--page-size=128 was changed to 64 by adjust.dsa.page.cuda" in w for w in doc["warnings"])
+    code, out, _ = _cli(BASE + ["--page-size", "128", "--explain"])
+    assert "adjusted 128 -> 64 by adjust.dsa.page.cuda" in out and "warnings:" in out
+
+
+def test_batch_goes_on_after_bad_lines_and_exits_with_the_worst(tmp_path):
+    lines = [
+        json.dumps({"id": "ok", "platform": "h100", "model_arch": "DeepseekV32ForCausalLM"}),
+        "{not json",
+        json.dumps({"id": "conf", "platform": "h100", "model_arch": "DeepseekV32ForCausalLM",
+                    "args": {"enable_hisparse": True}}),
+        json.dumps({"id": "badval", "platform": "h100", "args": {"kv_cache_dtype": "fp9"}}),
+        json.dumps({"id": "noplat", "args": {}}),
+        json.dumps(["not", "an", "object"]),
+        "",
+        json.dumps({"id": "extra", "platform": "h100", "colour": 1}),
+        json.dumps({"id": "inst", "platform": "h100", "installed": {"flashinfer": False}}),
+    ]
+    f = tmp_path / "req.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    code, out, err = _cli(["--batch", str(f)])
+    results = [json.loads(l) for l in out.splitlines()]
+    assert [r["id"] for r in results] == ["ok", None, "conf", "badval", "noplat", None, "extra", "inst"]
+    assert [r["status"] for r in results] == ["resolved", "error", "conflict", "error", "error", "error", "error", "resolved"]
+    assert "not valid JSON" in results[1]["error"] and results[1]["line"] == 2
+    assert "Valid values" in results[3]["error"]
+    assert code == 2
+    assert "batch: 2 resolved, 1 conflicted, 5 failed" in err
+
+
+def test_batch_from_stdin():
+    line = json.dumps({"id": "a", "platform": "b200", "model_arch": "DeepseekV32ForCausalLM"})
+    code, out, _ = _cli(["--batch", "-"], stdin=line + "\n")
+    assert code == 0 and json.loads(out)["values"]["dsa_decode_backend"] == "trtllm"
+
+
+def test_help_lists_every_option_flag_once(engine):
+    code, out, _ = _cli(["--help"])
+    assert code == 0
+    import re
+
+    for opt in engine.pack.options.values():
+        assert len(re.findall(rf"^  {re.escape(opt.flag)}(\s|,|$)", out, re.M)) == 1, opt.flag
+
+
+def test_console_entry_points_run_without_traceback():
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-m", "resolver", *SEED_ARGV], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "resolver", "--platform", "x"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and proc.stderr.startswith("resolve: error: unknown platform 'x'")

@@ -149,47 +149,60 @@ class _DurableSession:
 
 
 class ReferenceMatcher:
-    """The same compiled branches, matched in plain Python (fast; the oracle for tests)."""
+    """The same compiled branches, matched in plain Python (fast; the oracle for tests).
+
+    Like a Rete network it indexes each branch by the facts it reads, so a branch is tested
+    once, when the last of its facts arrives.
+    """
 
     def __init__(self, compiled: CompiledPack):
         self.compiled = compiled
+        self.needs: dict[str, tuple[str, ...]] = {}
+        self.by_fact: dict[Any, list[str]] = {}
+        for key, b in compiled.branches.items():
+            option = b.rule.option if b.adj_step is not None else None
+            needs = {n for a in b.atoms for n in a.names() if n != option}
+            self.needs[key] = tuple(sorted(needs))
+            facts = [("val", n) for n in needs] + ([("adj", option, b.adj_step)] if option else [])
+            for f in facts:
+                self.by_fact.setdefault(f, []).append(key)
 
     @contextmanager
     def session(self) -> Iterator["_ReferenceSession"]:
-        yield _ReferenceSession(self.compiled)
+        yield _ReferenceSession(self)
 
 
 class _ReferenceSession:
-    def __init__(self, compiled: CompiledPack):
-        self.branches = list(compiled.branches.values())
-        self.fired: set[str] = set()
+    def __init__(self, matcher: ReferenceMatcher):
+        self.m = matcher
+        self.branches = matcher.compiled.branches
+        self.missing = {k: len(v) + (self.branches[k].adj_step is not None) for k, v in matcher.needs.items()}
         self.vals: dict[str, Any] = {}
-        self.adj: dict[tuple[str, int], Any] = {}
 
     def assert_facts(self, facts: list[dict]) -> list[Firing]:
+        ready: list[tuple[str, dict]] = []
         for f in facts:
             if f["t"] == "val":
                 self.vals[f["o"]] = f.get("v")
+                fact_key: tuple = ("val", f["o"])
+                own = None
             else:
-                self.adj[(f["o"], f["k"])] = f.get("v")
+                fact_key = ("adj", f["o"], f["k"])
+                own = (f["o"], f.get("v"))
+            for key in self.m.by_fact.get(fact_key, ()):
+                self.missing[key] -= 1
+                if self.missing[key] == 0:
+                    ready.append((key, own))
         out: list[Firing] = []
-        for b in self.branches:
-            if b.key in self.fired:
-                continue
+        for key, own in ready:
+            b = self.branches[key]
             values = self.vals
-            if b.adj_step is not None:
-                option = b.rule.option
-                if (option, b.adj_step) not in self.adj:
-                    continue
+            if own is not None:
                 values = dict(self.vals)
-                values[option] = self.adj[(option, b.adj_step)]
-                names = [n for a in b.atoms for n in a.names() if n != option]
-            else:
-                names = [n for a in b.atoms for n in a.names()]
-            if all(n in self.vals for n in names) and all(a.holds(values) for a in b.atoms):
-                self.fired.add(b.key)
+                values[own[0]] = own[1]
+            if all(a.holds(values) for a in b.atoms):
                 read = {n: values.get(n) for a in b.atoms for n in a.names()}
-                if b.adj_step is not None:
-                    read.setdefault(b.rule.option, values.get(b.rule.option))
-                out.append((b.key, read))
+                if own is not None:
+                    read.setdefault(own[0], own[1])
+                out.append((key, read))
         return out

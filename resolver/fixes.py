@@ -38,6 +38,12 @@ class _Trial:
         self._screen: dict[Any, Outcome | None] = {}
         self._confirm: dict[Any, Outcome | None] = {}
 
+    @staticmethod
+    def key(set_: dict, unset) -> tuple:
+        # "set a flag to false" and "omit it" are the same change
+        unset = set(unset) | {k for k, v in set_.items() if v is None or v is False}
+        return tuple(sorted(((k, v) for k, v in set_.items() if k not in unset), key=str)), tuple(sorted(unset))
+
     def _args(self, set_: dict, unset: tuple) -> dict:
         args = {k: v for k, v in self.request.args.items() if k not in unset}
         for k, v in set_.items():
@@ -48,11 +54,11 @@ class _Trial:
         return args
 
     def _run(self, memo, matcher, set_, unset) -> Outcome | None:
-        key = (tuple(sorted(set_.items(), key=str)), tuple(sorted(unset)))
+        key = self.key(set_, unset)
         if key not in memo:
             req = replace(self.request, args=self._args(set_, unset))
             try:
-                memo[key] = run(self.engine.compiled, matcher, req)
+                memo[key] = run(self.engine.compiled, matcher, req, brief=matcher is self.engine.reference)
             except AmbiguousDefaultError:
                 memo[key] = None
         return memo[key]
@@ -78,23 +84,28 @@ def _argv(pack: RulePack, set_: dict) -> tuple[str, ...]:
 
 
 def _domain(pack: RulePack, name: str, current: Any, user_set: bool) -> list[Any]:
+    """Values worth trying for ``name``: one per class of values that every rule treats alike."""
     opt = pack.options[name]
+    atoms = [a for rule in (*pack.facts.values(), *pack.defaults, *pack.adjusts, *pack.conflicts)
+             for branch in rule.when.branches for a in branch if a.name == name and a.op != "join"]
     if opt.type == "bool":
         values: list[Any] = [not bool(current)]
     elif opt.choices:
         values = [c for c in opt.choices if c not in opt.value_aliases and c not in opt.unset_values]
     else:
-        consts: set[Any] = set()
-        for rule in (*pack.defaults, *pack.adjusts, *pack.conflicts):
-            consts |= {c for c in rule.when.constants(name) if isinstance(c, (int, float)) and not isinstance(c, bool)}
+        consts = {c for a in atoms for c in (a.value if a.op in ("in", "notin") else (a.value,))
+                  if isinstance(c, (int, float)) and not isinstance(c, bool)}
         if opt.default is not None:
             consts.add(opt.default)
         # a constant c in "x > c" is not itself a satisfying value: try its neighbours too
         values = sorted({v for c in consts for v in (c, c + 1, c - 1)
                          if opt.minimum is None or v >= opt.minimum}, key=float)
-    if user_set:
-        values = [None, *values]
-    return [v for v in values if v != current or v is None and user_set]
+    classes: dict[tuple, Any] = {}
+    for v in values:
+        if v == current:
+            continue
+        classes.setdefault(tuple(a.holds({name: v}) for a in atoms), v)  # the first value of each class
+    return ([None] if user_set else []) + list(classes.values())
 
 
 def attach_fixes(engine, request: Request, outcome: Outcome) -> tuple[ConflictReport, ...]:
@@ -159,7 +170,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
     seen = set()
     outcomes = set()  # two spellings of one change (bf16 / bfloat16) that resolve alike: list one
     for size, describe, set_, unset in sorted(proposals, key=lambda p: p[0]):
-        key = (tuple(sorted(set_.items(), key=str)), tuple(sorted(unset)))
+        key = trial.key(set_, unset)
         if key in seen:
             continue
         seen.add(key)
@@ -200,16 +211,16 @@ def _describe_change(pack, flags, set_, unset, keep, user) -> str:
 def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictReport, outcome: Outcome):
     """Smallest changes to other options, among those the failing rules read, that resolve."""
     user = trial.request.args
-    read: set[str] = set()
-    for c in outcome.conflicts:
-        read |= {n for n in pack.rule(c.rule.id).when.names() if n in pack.options}
+    read = {n for n in rule.when.names() if n in pack.options}
     read.discard(rule.option)
+    # two changes only to keep a choice the user made; otherwise one change (or omit it) is enough
+    max_size = 2 if rule.option in user else 1
     changes = []
     for name in sorted(read):
         for value in _domain(pack, name, outcome.values.get(name), name in user):
             changes.append((name, value))
     found = []
-    for size in (1, 2):
+    for size in range(1, max_size + 1):
         for combo in itertools.combinations(changes, size):
             names = [n for n, _ in combo]
             if len(set(names)) < size:
@@ -221,5 +232,10 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
                 found.append((set_, unset))
         if found:
             break
-    found.sort(key=lambda f: (len(f[1]), repr(sorted(f[0].items(), key=str)), f[1]))
+    def spelled_as_resolved(fix) -> int:
+        # prefer the spelling the value resolves to (bfloat16 over its alias bf16)
+        out = trial.screen(*fix)
+        return sum(out.values.get(n) != v for n, v in fix[0].items())
+
+    found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f), repr(sorted(f[0].items(), key=str)), f[1]))
     return found[:_MAX_SEARCH_FIXES]

@@ -164,8 +164,9 @@ def render_message(template: str, values: dict[str, Any], extra: dict[str, Any] 
     return _FORMATTER.vformat(template, (), data)
 
 
-def run(compiled: CompiledPack, matcher, request: Request, shuffle=None) -> Outcome:
-    """One resolution.  ``shuffle`` (tests only) permutes each batch of facts before it is
+def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: bool = False) -> Outcome:
+    """One resolution.  ``brief`` skips rendering conflict reports (fix screening needs only
+    which rules fired).  ``shuffle`` (tests only) permutes each batch of facts before it is
     asserted, to show that the order of facts never changes the result."""
     pack = compiled.pack
     order = shuffle or (lambda batch: batch)
@@ -223,7 +224,11 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None) -> Outc
     for rid in sorted(fired_rules, key=lambda r: (pack.rule(r).option is None, pack.rule(r).ref.file, pack.rule(r).ref.line)):
         rule: Conflict = pack.rule(rid)
         idx, read = fired_rules[rid]
-        conflicts.append(conflict_report(rule, read, facts, values, pack, rule.allowed or None))
+        if brief:
+            options = tuple(n for n in (*read, rule.option) if n in pack.options)
+            conflicts.append(ConflictReport(rule.ref, rule.doc, "", options, (), None, None))
+        else:
+            conflicts.append(conflict_report(rule, read, facts, values, pack, rule.allowed or None))
     option_values = {n: values[n] for n in pack.options}
     return Outcome(option_values, facts, derivations, tuple(conflicts), tuple(warnings), tuple(sorted(firings)))
 

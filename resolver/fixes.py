@@ -157,6 +157,9 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
         if name in user:
             propose(1, {}, (name,), lambda out, n=name: (
                 f"Omit {flags[n]} and let the resolver pick (it picks {n}={format_value(out.values[n])})"))
+    mine = tuple(n for n in report.options if n in user)
+    if len(mine) > 1:
+        propose(len(mine), {}, mine, lambda out: "Omit " + " and ".join(flags[n] for n in mine) + " and let the resolver pick")
     for value in allowed:
         if rule.option in user or value != outcome.values.get(rule.option):
             propose(1, {rule.option: value}, (), lambda out, o=rule.option, v=value: f"Use {flags[o]} {format_value(v)}")
@@ -166,16 +169,33 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
         size = len(set_) + len(unset)
         propose(size, set_, unset, lambda out, s=set_, u=unset, o=rule.option: _describe_change(pack, flags, s, u, o, user))
 
+    before = {c.rule.id for c in outcome.conflicts}
+    completed = []
+    for size, describe, set_, unset in proposals:
+        screened = trial.screen(set_, unset)
+        if screened is None or not _repairs(screened, rule.ref.id, before):
+            continue
+        if screened.conflicts:
+            # this change mends this conflict; the request has others: add their own repairs
+            done = _complete(trial, pack, set_, unset)
+            if done is None:
+                continue
+            extra_set = {k: v for k, v in done[0].items() if k not in set_}
+            extra_unset = tuple(n for n in done[1] if n not in unset)
+            also = _describe_change(pack, flags, extra_set, extra_unset, None, user)
+            set_, unset = done
+            size = len(set_) + len(unset)
+            describe = (lambda out, d=describe, a=also: f"{d(out)}; also {a[0].lower()}{a[1:]}")
+        completed.append((size, describe, set_, unset))
+
     fixes: list[Fix] = []
     seen = set()
     outcomes = set()  # two spellings of one change (bf16 / bfloat16) that resolve alike: list one
-    for size, describe, set_, unset in sorted(proposals, key=lambda p: p[0]):
+    for size, describe, set_, unset in sorted(completed, key=lambda p: p[0]):
         key = trial.key(set_, unset)
         if key in seen:
             continue
         seen.add(key)
-        if trial.screen(set_, unset) is None or trial.screen(set_, unset).conflicts:
-            continue
         out = trial.confirm(set_, unset)
         if out is None:
             continue
@@ -187,6 +207,41 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
         if len(fixes) >= _MAX_FIXES:
             break
     return fixes
+
+
+def _repairs(out: Outcome, rule_id: str, before: set[str]) -> bool:
+    """The change removes this conflict and breaks nothing that held before."""
+    now = {c.rule.id for c in out.conflicts}
+    return rule_id not in now and now <= before
+
+
+def _complete(trial: _Trial, pack: RulePack, set_: dict, unset: tuple, rounds: int = 4):
+    """Extend a change that mends one conflict until the whole request resolves, or give up."""
+    set_, unset = dict(set_), tuple(unset)
+    for _ in range(rounds):
+        out = trial.screen(set_, unset)
+        if out is None:
+            return None
+        if not out.conflicts:
+            return set_, unset
+        before = {c.rule.id for c in out.conflicts}
+        first = out.conflicts[0]
+        rule: Conflict = pack.rule(first.rule.id)
+        touched = set(set_) | set(unset)
+        args = trial._args(set_, unset)
+        options = [({}, (n,)) for n in first.options if n in args and n not in touched]
+        if rule.option and rule.option not in touched:
+            options += [({rule.option: v}, ()) for v in rule.allowed if v is not None]
+        options += [(dict(h.set), tuple(h.unset)) for h in rule.hints]
+        for more_set, more_unset in options:
+            cand_set, cand_unset = {**set_, **more_set}, tuple(sorted(set(unset) | set(more_unset)))
+            cand = trial.screen(cand_set, cand_unset)
+            if cand is not None and _repairs(cand, rule.ref.id, before):
+                set_, unset = cand_set, cand_unset
+                break
+        else:
+            return None
+    return None
 
 
 def _describe_change(pack, flags, set_, unset, keep, user) -> str:
@@ -211,6 +266,7 @@ def _describe_change(pack, flags, set_, unset, keep, user) -> str:
 def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictReport, outcome: Outcome):
     """Smallest changes to other options, among those the failing rules read, that resolve."""
     user = trial.request.args
+    before = {c.rule.id for c in outcome.conflicts}
     read = {n for n in rule.when.names() if n in pack.options}
     read.discard(rule.option)
     # two changes only to keep a choice the user made; otherwise one change (or omit it) is enough
@@ -228,7 +284,7 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
             set_ = {n: v for n, v in combo if v is not None}
             unset = tuple(n for n, v in combo if v is None)
             out = trial.screen(set_, unset)
-            if out is not None and not out.conflicts:
+            if out is not None and _repairs(out, rule.ref.id, before):
                 found.append((set_, unset))
         if found:
             break

@@ -220,8 +220,9 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             prev = fired_rules.get(b.rule.ref.id)
             if prev is None or b.index < prev[0]:
                 fired_rules[b.rule.ref.id] = (b.index, read)
-    # restrictions of one option (the "your flag is refused" kind) first, then by file:line
-    for rid in sorted(fired_rules, key=lambda r: (pack.rule(r).option is None, pack.rule(r).ref.file, pack.rule(r).ref.line)):
+    # restrictions of one option (the "your flag is refused" kind) first, then by id: never by
+    # file name or position, so renaming or reordering rule files changes nothing
+    for rid in sorted(fired_rules, key=lambda r: (pack.rule(r).option is None, r)):
         rule: Conflict = pack.rule(rid)
         idx, read = fired_rules[rid]
         if brief:

@@ -28,6 +28,7 @@ SINK = "_sink"
 _MAX_SIBLING_CONSTANTS = 500  # engine hangs at 513 distinct constant tests under one node
 _MAX_SHARED_JOIN_PATTERN = 250  # engine fails at 258 rules sharing one joined pattern
 _MAX_RULES = 4000  # engine limit 4096 rules per ruleset
+_ANCHOR = Atom("platform.name", "ne", None, False)  # always true: every resolution has a platform
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         step = steps[adj_option].index(rule) if adj_option else None
         for i, atoms in enumerate(rule.when.branches):
             key = f"{rule.ref.id}#{i}"
+            if not atoms:
+                # a rule without `when` must still be activated by a fact: anchor it on the platform
+                atoms = (_ANCHOR,)
             trigger = max([position.get(n, -1) for a in atoms for n in a.names() if n != adj_option] + [-1])
             if adj_option:
                 trigger = max(trigger, position[adj_option])

@@ -1,0 +1,63 @@
+"""Golden files pin the text of --explain and of conflict reports (and the JSON of the seed).
+
+Regenerate after an intended change with ``UPDATE_GOLDEN=1 pytest tests/test_golden.py`` and
+review the diff.
+"""
+import io
+import json
+import os
+
+import pytest
+
+from resolver.cli import main
+
+from .conftest import ROOT, SEED_ARGV
+
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+DSV32 = ["--model-arch", "DeepseekV32ForCausalLM"]
+
+CASES = {
+    "seed-conflict.txt": SEED_ARGV,
+    "seed-conflict.json": SEED_ARGV + ["--format", "json"],
+    "seed-without-decode-explain.txt": ["--platform", "h100", *DSV32, "--kv-cache-dtype", "fp8_e4m3",
+                                        "--enable-hisparse", "--disable-radix-cache", "--explain"],
+    "b200-dsa-explain.txt": ["--platform", "b200", *DSV32, "--explain"],
+    "mi300x-dsa-page-explain.txt": ["--platform", "mi300x", *DSV32, "--page-size", "64", "--explain"],
+    "a100-dsa-explain-one-option.txt": ["--platform", "a100", *DSV32, "--explain", "dsa_decode_backend"],
+    "rtx5090-glm-fp8.txt": ["--platform", "rtx5090", "--model-arch", "GlmMoeDsaForCausalLM", "--explain"],
+    "sink-conflicts.txt": ["--platform", "b200", "--model-config", os.path.join(ROOT, "tests", "fixtures", "hyv4-config.json"),
+                           "--kv-cache-dtype", "fp8_e4m3", "--dsa-decode-backend", "trtllm"],
+}
+
+
+def _run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, out, err)
+    text = out.getvalue()
+    return f"$ resolve {' '.join(a if a != ROOT and not a.startswith(ROOT) else a.replace(ROOT, '.') for a in argv)}\n" \
+           f"exit {code}\n{text}{err.getvalue()}".replace(ROOT, ".")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden(name):
+    got = _run(CASES[name])
+    path = os.path.join(GOLDEN, name)
+    if os.environ.get("UPDATE_GOLDEN"):
+        os.makedirs(GOLDEN, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(got)
+    with open(path, encoding="utf-8") as fh:
+        assert got == fh.read()
+
+
+def test_json_keeps_what_the_text_shows():
+    out = io.StringIO()
+    main(SEED_ARGV + ["--format", "json"], out, io.StringIO())
+    doc = json.loads(out.getvalue())
+    text = io.StringIO()
+    main(SEED_ARGV, text, io.StringIO())
+    for conflict in doc["conflicts"]:
+        assert conflict["message"] in text.getvalue()
+        assert f"{conflict['rule']['id']} ({conflict['rule']['file']}:{conflict['rule']['line']})" in text.getvalue()
+        for fix in conflict["fixes"]:
+            assert fix["description"] in text.getvalue()

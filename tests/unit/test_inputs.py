@@ -1,0 +1,53 @@
+"""Input readers: platforms, model facts and option values."""
+import pytest
+
+from resolver.errors import InputError
+from resolver.loader import load_rules
+from resolver.model import model_facts
+from resolver.options import coerce_args
+from resolver.platforms import PLATFORMS, find_platform, platform_from_capability
+
+
+def test_every_contract_alias_finds_its_platform_case_insensitively():
+    for p in PLATFORMS:
+        for alias in (p.name, *p.aliases):
+            assert find_platform(alias.upper()) is p
+    assert find_platform("mi300x").major == 9 and find_platform("mi300x").vendor == "amd"
+
+
+def test_unknown_platform_lists_names_and_aliases():
+    with pytest.raises(InputError, match=r"Did you mean 'b200'.*sm90 \(h100, h200"):
+        find_platform("b20")
+
+
+def test_spelled_out_capability():
+    assert platform_from_capability("9.0").name == "sm90"
+    assert platform_from_capability("9.4", "amd").name == "gfx942"
+    with pytest.raises(InputError):
+        platform_from_capability("nine")
+
+
+def test_model_facts_carry_origins():
+    facts = model_facts({"architectures": ["GlmMoeDsaForCausalLM"], "index_topk": 2048})
+    assert facts["model.architecture"] == ("GlmMoeDsaForCausalLM", "config.json architectures[0]")
+    assert facts["model.index_topk"] == (2048, "config.json index_topk")
+    assert facts["model.learnable_sink"][0] is False
+    assert model_facts(arch="DeepseekV32ForCausalLM")["model.from_arch_only"] == (True, "--model-arch")
+
+
+@pytest.mark.parametrize("config", [{"architectures": "X"}, {"architectures": []}, {"index_topk": [1]}, [1]])
+def test_malformed_model_configs_are_input_errors(config):
+    with pytest.raises(InputError):
+        model_facts(config)
+
+
+def test_option_values_are_typed_normalised_and_checked():
+    pack = load_rules()
+    typed, notes = coerce_args(pack, {"page_size": "64", "enable_hisparse": "true", "kv_cache_dtype": "auto",
+                                      "attention_backend": "nsa"})
+    assert typed == {"page_size": 64, "enable_hisparse": True, "attention_backend": "dsa"}  # auto = unset
+    assert notes == ["--attention-backend nsa is deprecated; it means dsa: use --attention-backend dsa"]
+    for bad in ({"page_size": 1.5}, {"page_size": True}, {"enable_hisparse": "maybe"}, {"kv_cache_dtype": 8},
+                {"dsa_decode_backend": "triton_sparse_mla"}, {"nope": 1}):
+        with pytest.raises(InputError):
+            coerce_args(pack, bad)

@@ -1,0 +1,74 @@
+"""The decision pass on small packs: priorities, ties, user values, chained adjustments."""
+import pytest
+
+from resolver.api import get_engine, resolve_request
+from resolver.errors import AmbiguousDefaultError
+
+PACK = """
+schema: resolver/1
+rules:
+  - id: option.b
+    kind: option
+    doc: Backend.
+    name: b
+    type: choice
+    choices: [x, y, z]
+    help: Backend.
+  - id: option.p
+    kind: option
+    doc: Page.
+    name: p
+    type: int
+    default: 1
+    help: Page.
+  - id: default.b.hopper
+    kind: default
+    doc: Hopper picks y.
+    when: platform.major == 9
+    set: {b: y}
+    priority: 20
+  - id: default.b.any
+    kind: default
+    doc: Anything picks x.
+    set: {b: x}
+    priority: 10
+  - id: adjust.p.first
+    kind: adjust
+    doc: y wants 64.
+    when: b == "y" and p != 64
+    option: p
+    value: 64
+    order: 1
+    message: y wants {new} (was {old}).
+  - id: adjust.p.second
+    kind: adjust
+    doc: Sees the value the first left.
+    when: p == 64 and platform.vendor == "nvidia"
+    option: p
+    value: 128
+    order: 2
+    message: then 128.
+"""
+
+
+def test_priority_user_value_and_chained_adjustments(rules_dir):
+    engine = get_engine(rules_dir({"a.yaml": PACK}))
+    res = resolve_request(engine, platform="h100")
+    assert res.values == {"b": "y", "p": 128}
+    d = res.derivations["p"]
+    assert [(a.rule.id, a.old, a.new) for a in d.adjustments] == [("adjust.p.first", 1, 64), ("adjust.p.second", 64, 128)]
+    assert d.adjustments[0].message == "y wants 64 (was 1)."
+    assert res.warnings == ()  # the user did not type p
+    assert [c.rule.id for c in res.derivations["b"].candidates] == ["default.b.any"]
+    res = resolve_request(engine, platform="a100", args={"p": 64})
+    assert res.values == {"b": "x", "p": 128} and len(res.warnings) == 1
+    res = resolve_request(engine, platform="h100", args={"b": "z"})
+    assert res.values["b"] == "z" and res.derivations["b"].source == "user"
+    assert res.derivations["b"].candidates[0].outcome == "overridden-by-user"
+
+
+def test_equal_priorities_that_disagree_name_both_rules(rules_dir):
+    engine = get_engine(rules_dir({"a.yaml": PACK.replace("priority: 10", "priority: 20")}))
+    with pytest.raises(AmbiguousDefaultError, match=r"default.b.any .* and default.b.hopper|default.b.hopper .* and default.b.any"):
+        resolve_request(engine, platform="h100")
+    assert resolve_request(engine, platform="b200").values["b"] == "x"  # only one holds there

@@ -150,8 +150,8 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
     user = trial.request.args
     proposals: list[tuple[int, str, dict, tuple]] = []  # (size, description-maker key, set, unset)
 
-    def propose(size: int, set_: dict, unset: tuple, describe: Callable[[Outcome], str]):
-        proposals.append((size, describe, set_, unset))
+    def propose(size: int, set_: dict, unset: tuple, describe: Callable[[Outcome], str], fallback: bool = False):
+        proposals.append((size, describe, set_, unset, fallback))
 
     for name in report.options:
         if name in user:
@@ -159,7 +159,8 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
                 f"Omit {flags[n]} and let the resolver pick (it picks {n}={format_value(out.values[n])})"))
     mine = tuple(n for n in report.options if n in user)
     if len(mine) > 1:
-        propose(len(mine), {}, mine, lambda out: "Omit " + " and ".join(flags[n] for n in mine) + " and let the resolver pick")
+        propose(len(mine), {}, mine, lambda out: "Omit " + " and ".join(flags[n] for n in mine) + " and let the resolver pick",
+                fallback=True)
     for value in allowed:
         if rule.option in user or value != outcome.values.get(rule.option):
             propose(1, {rule.option: value}, (), lambda out, o=rule.option, v=value: f"Use {flags[o]} {format_value(v)}")
@@ -171,7 +172,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
 
     before = {c.rule.id for c in outcome.conflicts}
     completed = []
-    for size, describe, set_, unset in proposals:
+    for size, describe, set_, unset, fallback in proposals:
         screened = trial.screen(set_, unset)
         if screened is None or not _repairs(screened, rule.ref.id, before):
             continue
@@ -186,14 +187,16 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
             set_, unset = done
             size = len(set_) + len(unset)
             describe = (lambda out, d=describe, a=also: f"{d(out)}; also {a[0].lower()}{a[1:]}")
-        completed.append((size, describe, set_, unset))
+            fallback = True
+        completed.append((size, describe, set_, unset, fallback))
 
     fixes: list[Fix] = []
     seen = set()
     outcomes = set()  # two spellings of one change (bf16 / bfloat16) that resolve alike: list one
-    for size, describe, set_, unset in sorted(completed, key=lambda p: p[0]):
+    # fallbacks (several changes mending several conflicts at once) only when nothing direct works
+    for size, describe, set_, unset, fallback in sorted(completed, key=lambda p: (p[4], p[0])):
         key = trial.key(set_, unset)
-        if key in seen:
+        if key in seen or fallback and fixes:
             continue
         seen.add(key)
         out = trial.confirm(set_, unset)

@@ -60,6 +60,19 @@ def _facts_of(matched: dict) -> dict[str, Any]:
     return {f["o"]: f.get("v") for f in matched.values() if isinstance(f, dict) and "o" in f}
 
 
+def _quiet_host(mod, actions: dict):
+    """A durable-rules Host with no dispatcher or timer threads (P1), actions bound by name (3.3)."""
+
+    class QuietHost(mod.Host):
+        def _run(self):  # Host.__init__ ends by starting the timer chains here
+            pass
+
+        def get_action(self, name):  # called once per rule by set_rulesets
+            return actions[name]
+
+    return QuietHost()
+
+
 class DurableMatcher:
     """One durable-rules host holding one compiled pack."""
 
@@ -74,25 +87,9 @@ class DurableMatcher:
         self._errors: list[BaseException] = []
         actions = {key: self._action(key) for key in compiled.branches}
         actions[SINK] = lambda c: None
-
-        matcher = self
-
-        class _QuietHost(mod.Host):
-            """No dispatcher or timer threads (P1); actions looked up by name (3.3)."""
-
-            def __init__(self):
-                super().__init__()
-
-            def _run(self):
-                pass
-
-            def get_action(self, name):
-                return actions[name]
-
-        self._host = _QuietHost()
+        self._host = _quiet_host(mod, actions)
         # set_rulesets mutates its argument (P12)
         self._host.set_rulesets({self._RULESET: copy.deepcopy(compiled.ruleset)})
-        del matcher
 
     def _action(self, key: str):
         def action(c):  # exactly one parameter (P8)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .resolution import FactUse, format_value
+from .resolution import FactUse
 
 __all__ = ["render_text", "to_json_dict"]
 
@@ -28,6 +28,22 @@ def _facts_block(facts, indent: str) -> list[str]:
         return []
     width = max(len(f.name) for f in facts)
     return [indent + _fact_line(f, width) for f in facts]
+
+
+def _chain(res, facts, indent: str) -> list[str]:
+    """The derived facts behind ``facts``, transitively, each shown once with what it read."""
+    out, seen = [], set()
+    todo = [f.name for f in facts if f.source == "derived"]
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        d = res.outcome.derivations[name]
+        reads = ", ".join(f"{f.name}={_v(f.value)}" for f in d.facts) or "none of its branches matched"
+        out.append(f"{indent}{name} = {_v(d.value)} by {d.rule}: {reads}")
+        todo += [f.name for f in d.facts if f.source == "derived"]
+    return out
 
 
 def render_text(res, explain: bool = False, only: str | None = None) -> str:
@@ -83,6 +99,7 @@ def _derivation(res, name: str) -> list[str]:
     if d.facts:
         out.append("    because:")
         out += _facts_block(d.facts, "      ")
+        out += _chain(res, d.facts, "      where ")
     for a in d.adjustments:
         kind = "normalised" if a.normalize else "adjusted"
         out.append(f"    {kind} {_v(a.old)} -> {_v(a.new)} by {a.rule}: {a.message}")
@@ -105,6 +122,7 @@ def _conflicts(res) -> list[str]:
             out.append(f"    evidence: {c.evidence}")
         out.append("    caused by:")
         out += _facts_block(c.facts, "      ")
+        out += _chain(res, c.facts, "      where ")
         if c.fixes:
             out.append("    to fix, any one of:")
             for j, f in enumerate(c.fixes, 1):
@@ -137,5 +155,3 @@ def to_json_dict(res) -> dict[str, Any]:
         "warnings": list(res.warnings),
     }
 
-
-__all__ += ["format_value"]

@@ -34,11 +34,8 @@ def resolve_line(engine: Engine, line: str) -> dict[str, Any]:
             raise ResolverError(f"unknown request key(s) {unknown}; known: {sorted(_KEYS)}")
         if "platform" not in req:
             raise ResolverError("the request has no 'platform'")
-        installed = req.get("installed", {})
-        if not isinstance(installed, dict) or not all(isinstance(v, bool) for v in installed.values()):
-            raise ResolverError("'installed' must map package names to true or false")
         res = resolve_request(engine, platform=req["platform"], args=req.get("args") or {}, model=req.get("model"),
-                              model_arch=req.get("model_arch"))
+                              model_arch=req.get("model_arch"), installed=req.get("installed"))
         return {"id": rid, **to_json_dict(res)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}

@@ -55,7 +55,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     g.add_argument("--model-config", metavar="PATH", help="a Hugging Face config.json, or a directory holding one")
     g.add_argument("--model-arch", metavar="NAME", help="the model architecture, when no config.json is at hand")
     g.add_argument("--installed", action="append", default=[], metavar="PKG=yes|no",
-                   help="whether a kernel package is present on the target (recorded; kernel facts arrive with adapters)")
+                   help="whether a kernel package is present on the target (e.g. flashinfer=no)")
     o = p.add_argument_group("output")
     o.add_argument("--explain", nargs="?", const=True, default=False, metavar="OPTION",
                    help="say why each value is what it is (or only OPTION's)")
@@ -151,10 +151,9 @@ def _single(engine: Engine, ns, out: TextIO) -> int:
                   for name, typed in sorted(flags.items()) if typed != engine.pack.options[name].flag)
     if ns.model_config and ns.model_arch:
         raise InputError("give --model-config or --model-arch, not both")
-    _installed(ns.installed)
     platform, source = _platform_arg(ns)
     res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
-                          flags=flags, notes=notes, platform_source=source)
+                          flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed))
     return _emit(res, ns, out)
 
 

@@ -53,6 +53,7 @@ class CompiledPack:
     branches: dict[str, CompiledBranch]
     ruleset: dict[str, dict]
     adjust_steps: dict[str, tuple[Adjust, ...]]  # option -> its adjustments, in order
+    reads: frozenset[str]  # every name some branch reads (input facts nobody reads are not asserted)
 
 
 def compile_pack(pack: RulePack) -> CompiledPack:
@@ -84,7 +85,8 @@ def compile_pack(pack: RulePack) -> CompiledPack:
     problems += check_safe_subset(ruleset, pack)
     if problems:
         raise RuleFileErrors(problems)
-    return CompiledPack(pack, branches, ruleset, {k: tuple(v) for k, v in steps.items()})
+    reads = frozenset(n for b in branches.values() for a in b.atoms for n in a.names())
+    return CompiledPack(pack, branches, ruleset, {k: tuple(v) for k, v in steps.items()}, reads)
 
 
 def _patterns(atoms: tuple[Atom, ...], adj_option: str | None, step: int | None) -> list[dict]:

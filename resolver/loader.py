@@ -19,6 +19,7 @@ import yaml
 
 from .conditions import Atom, Condition, ConditionError, parse_condition
 from .errors import RuleFileErrors, RuleFileProblem
+from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .platforms import PLATFORM_FACTS
 from .rules import Adjust, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
@@ -27,7 +28,7 @@ __all__ = ["load_rules", "default_rules_dir"]
 
 _SCHEMA = json.loads(resources.files("resolver").joinpath("schema/rules.schema.json").read_text())
 _VALIDATOR = jsonschema.Draft202012Validator(_SCHEMA)
-_INPUT_FACTS = set(PLATFORM_FACTS) | set(MODEL_FACTS)
+_INPUT_FACTS = set(PLATFORM_FACTS) | set(MODEL_FACTS) | set(INSTALLED_FACTS)
 
 
 def default_rules_dir() -> str:
@@ -197,7 +198,8 @@ def _build(directory: str, entries, problems: list[RuleFileProblem], fingerprint
     for ref, doc, when, rule in pending:
         if when is not None and rule["kind"] == "fact":
             facts[rule["name"]] = Fact(ref, doc, rule["name"], when)
-    known = set(options) | set(facts) | _INPUT_FACTS
+    # user.<option>: the value the user typed, before any rule (null when not typed)
+    known = set(options) | set(facts) | _INPUT_FACTS | {f"user.{o}" for o in options}
     for ref, doc, when, rule in pending:
         if when is None:
             continue
@@ -211,6 +213,12 @@ def _build(directory: str, entries, problems: list[RuleFileProblem], fingerprint
                 b.problem(ref.file, ref.line, f"fact '{rule['name']}' reuses the name of an option or input fact")
         elif kind == "default":
             for name, value in rule["set"].items():
+                if isinstance(value, dict):  # {from: other}: copy another option's or fact's value
+                    if value["from"] not in known:
+                        b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact '{value['from']}'")
+                    if name not in options:
+                        b.problem(ref.file, ref.line, f"rule {ref.id}: 'set' names unknown option '{name}'")
+                    continue
                 _check_value(b, ref, options, name, value, "set")
             defaults.append(Default(ref, doc, when, dict(rule["set"]), rule["priority"]))
         elif kind == "adjust":
@@ -291,8 +299,9 @@ def _dependency_levels(b: _Builder, options, facts, defaults, adjusts) -> tuple[
             if n in nodes:
                 deps[f.name].setdefault(n, f.ref)
     for d in defaults:
-        for target in d.set:
-            for n in d.when.names():
+        for target, value in d.set.items():
+            reads = list(d.when.names()) + ([value["from"]] if isinstance(value, dict) else [])
+            for n in reads:
                 if n in nodes and target in deps:
                     deps[target].setdefault(n, d.ref)
     for a in adjusts:

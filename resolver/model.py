@@ -25,7 +25,9 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
     "model.head_dim": ("head_dim", "attention head dimension"),
     "model.v_head_dim": ("v_head_dim", "value head dimension"),
     "model.from_arch_only": ("--model-arch", "true when only the architecture name was given"),
+    "model.asymmetric_kv": ("head_dim, v_head_dim", "key and value head dimensions differ (both given and unequal)"),
 }
+_COMPUTED = {"model.architecture", "model.from_arch_only", "model.asymmetric_kv"}
 
 _BOOL_FIELDS = {"model.learnable_sink"}
 
@@ -70,7 +72,7 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None) -
         facts["model.architecture"] = (archs[0], "config.json architectures[0]")
     facts["model.from_arch_only"] = (False, "config.json")
     for name, (fieldname, _) in MODEL_FACTS.items():
-        if name in ("model.architecture", "model.from_arch_only") or fieldname not in config:
+        if name in _COMPUTED or fieldname not in config:
             continue
         value = config[fieldname]
         if value is not None and not isinstance(value, (str, int, float, bool)):
@@ -79,4 +81,7 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None) -
     for name in _BOOL_FIELDS:
         value, origin = facts.get(name, (False, f"config.json (no {MODEL_FACTS[name][0]})"))
         facts[name] = (bool(value), origin)
+    head, v_head = config.get("head_dim"), config.get("v_head_dim")
+    facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,
+                                    "config.json head_dim vs v_head_dim")
     return facts

@@ -63,13 +63,15 @@ def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[A
 def coerce_args(pack: RulePack, args: dict[str, Any], flags: dict[str, str] | None = None):
     """Validate a mapping of option name -> value.
 
-    Returns (typed args without unset values, notes about deprecated spellings).  Values listed
-    in an option's ``unset_values`` (``auto`` for the KV dtype) mean "let the resolver pick".
+    Returns (typed args without unset values, notes about deprecated spellings, the spellings
+    the user typed where a deprecated value alias was normalised).  Values listed in an
+    option's ``unset_values`` (``auto`` for the KV dtype) mean "let the resolver pick".
     """
     if not isinstance(args, dict):
         raise InputError(f"args must be a JSON object of option: value, got {type(args).__name__}")
     flags = flags or {}
     typed: dict[str, Any] = {}
+    spelled: dict[str, Any] = {}
     notes: list[str] = []
     for name in sorted(args):
         option = pack.options.get(name)
@@ -78,7 +80,8 @@ def coerce_args(pack: RulePack, args: dict[str, Any], flags: dict[str, str] | No
         value, note = coerce_value(option, args[name], flags.get(name))
         if note:
             notes.append(note)
+            spelled[name] = args[name]
         if value is None or value in option.unset_values and not isinstance(value, bool):
             continue
         typed[name] = value
-    return typed, notes
+    return typed, notes, spelled

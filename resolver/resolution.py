@@ -40,6 +40,8 @@ class Request:
     model: dict[str, tuple[Any, str]]  # model fact -> (value, origin)
     args: dict[str, Any]  # option -> the user's value (already normalised for aliases)
     flags: dict[str, str] = field(default_factory=dict)  # option -> the flag the user typed
+    installed: dict[str, tuple[bool, str]] = field(default_factory=dict)  # installed.<pkg> -> (value, origin)
+    spelled: dict[str, Any] = field(default_factory=dict)  # option -> deprecated spelling the user typed
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,18 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             value, origin = request.model.get(name, (None, f"config.json has no {MODEL_FACTS[name][0]}"))
             facts[name] = FactUse(name, value, "model", origin)
             inputs.append(fact(name, value))
+        for name, (value, origin) in sorted(request.installed.items()):
+            facts[name] = FactUse(name, value, "installed", origin)
+            inputs.append(fact(name, value))
+        # what the user typed, before any rule and before deprecated spellings are mapped:
+        # SGLang reads some raw fields (page_size when it picks the attention backend; the
+        # tokenspeed_mla spelling); ``user.<option>`` is null when not typed
+        for name in sorted(pack.options):
+            value = request.spelled.get(name, request.args.get(name))
+            origin = _origin_typed(name, request) if value is not None else "not typed by the user"
+            facts[f"user.{name}"] = FactUse(f"user.{name}", value, "user" if value is not None else "input", origin)
+            if f"user.{name}" in compiled.reads:
+                inputs.append(fact(f"user.{name}", value))
         record(session.assert_facts(order(inputs)))
         values.update({n: f.value for n, f in facts.items()})
 
@@ -271,9 +285,14 @@ def _decide_option(name, compiled, firings, facts, request: Request) -> Derivati
     for rule, read in sorted(proposals, key=lambda p: p[0].ref.id):
         by_rule.setdefault(rule.ref.id, (rule, read))
     ranked = sorted(by_rule.values(), key=lambda p: (-p[0].priority, p[0].ref.id))
+
+    def proposed(rule: Default):
+        value = rule.set[name]
+        return facts[value["from"]].value if isinstance(value, dict) else value
+
     if request.args.get(name) is not None:
         flag = request.flags.get(name, option.flag)
-        cands = tuple(Candidate(r.ref, r.set[name], r.priority, "overridden-by-user", f"the user set {flag}")
+        cands = tuple(Candidate(r.ref, proposed(r), r.priority, "overridden-by-user", f"the user set {flag}")
                       for r, _ in ranked)
         return Derivation(name, request.args[name], "user", option.ref, option.doc, (), cands)
     if not ranked:
@@ -281,14 +300,15 @@ def _decide_option(name, compiled, firings, facts, request: Request) -> Derivati
                           f"no default rule applied; the option's declared default. {option.doc}")
     best, read = ranked[0]
     for other, _ in ranked[1:]:
-        if other.priority == best.priority and other.set[name] != best.set[name]:
+        if other.priority == best.priority and proposed(other) != proposed(best):
             raise AmbiguousDefaultError(
                 f"two defaults of equal priority {best.priority} propose different values for {name}: "
-                f"{best.ref} -> {best.set[name]!r} and {other.ref} -> {other.set[name]!r}; give them distinct priorities"
+                f"{best.ref} -> {proposed(best)!r} and {other.ref} -> {proposed(other)!r}; give them distinct priorities"
             )
-    cands = tuple(Candidate(r.ref, r.set[name], r.priority, "shadowed",
+    cands = tuple(Candidate(r.ref, proposed(r), r.priority, "shadowed",
                             f"lower priority than {best.ref.id} ({best.priority})") for r, _ in ranked[1:])
-    return Derivation(name, best.set[name], "default", best.ref, best.doc, tuple(facts[n] for n in _ordered(read)), cands)
+    used = set(read) | ({best.set[name]["from"]} if isinstance(best.set[name], dict) else set())
+    return Derivation(name, proposed(best), "default", best.ref, best.doc, tuple(facts[n] for n in _ordered(used)), cands)
 
 
 def _adjust(d: Derivation, compiled, session, firings, facts, values, request, warnings, record) -> Derivation:
@@ -324,11 +344,15 @@ def _adjust(d: Derivation, compiled, session, firings, facts, values, request, w
                       tuple(done))
 
 
+def _origin_typed(name: str, request: Request) -> str:
+    flag = request.flags.get(name, "--" + name.replace("_", "-"))
+    value = request.args.get(name)
+    return f"set by the user ({flag}{'' if isinstance(value, bool) else ' ' + format_value(value)})"
+
+
 def _origin(d: Derivation, request: Request) -> str:
     if d.source == "user":
-        flag = request.flags.get(d.name, "--" + d.name.replace("_", "-"))
-        value = request.args.get(d.name)
-        return f"set by the user ({flag}{'' if isinstance(value, bool) else ' ' + format_value(value)})"
+        return _origin_typed(d.name, request)
     if d.source == "derived":
         return f"{'derived by' if d.value else 'no match in'} {d.rule}"
     if d.source == "fallback":

@@ -21,7 +21,11 @@ DIVERGENCE_RULES = {
     "conflict.kernel.flashinfer-sparse-mla.glm-sm12x": "D2",
 }
 
-GROUPS = ("dsa", "dsa_sink", "dsa_page", "hisparse")
+GROUPS = ("dsa", "dsa_sink", "dsa_page", "hisparse",  # the core issue
+          "attn_default", "mla_checks", "kv_gates", "trtllm_mha", "fa_rules", "deterministic")  # the attention pack
+#: values the reference data uses that SGLang 0.5.23's own CLI does not offer (so not in the contract's
+#: choices either): such requests are input errors here, whatever SGLang's passes did with them
+NOT_OFFERED = ("'cutlass_mla'", "'float16'")
 
 
 def _cases(groups):
@@ -43,13 +47,15 @@ def batch_results(tmp_path_factory):
 
 def test_every_request_gets_a_result(batch_results):
     cases, results, code, err = batch_results
-    assert len(results) == len(cases) == 3100
+    assert len(results) == len(cases) == 4496
     assert code == 2  # some requests carry values SGLang's CLI does not offer (float16)
     assert "batch:" in err
 
 
 def _compare(case, result):
     sg = case["sglang"]
+    if result["status"] == "error" and "invalid value" in result["error"] and any(v in result["error"] for v in NOT_OFFERED):
+        return None if sg["status"] == "error" else "not-offered"
     if sg["status"] == "error":
         if result["status"] == "resolved":
             return f"SGLang raised {sg['message']!r} but we resolved"
@@ -73,7 +79,7 @@ def test_group_matches_sglang(batch_results, group):
     divergences = 0
     for case in (c for c in cases if c["group"] == group):
         why = _compare(case, results[case["id"]])
-        if why == "divergence":
+        if why in ("divergence", "not-offered"):
             divergences += 1
         elif why:
             problems[why] += 1
@@ -93,6 +99,8 @@ def test_divergences_are_the_documented_ones(batch_results):
     for div in seen:
         assert f"## {div}" in doc
     assert seen["D2"] > 0  # the data does exercise it; if this drops, re-check the rule
+    not_offered = sum(_compare(c, results[c["id"]]) == "not-offered" for c in cases)
+    assert not_offered > 0 and "cutlass_mla" in doc
 
 
 def test_every_conflict_in_the_batch_has_a_checked_fix_or_says_why(batch_results):

@@ -43,10 +43,11 @@ def test_malformed_model_configs_are_input_errors(config):
 
 def test_option_values_are_typed_normalised_and_checked():
     pack = load_rules()
-    typed, notes = coerce_args(pack, {"page_size": "64", "enable_hisparse": "true", "kv_cache_dtype": "auto",
+    typed, notes, spelled = coerce_args(pack, {"page_size": "64", "enable_hisparse": "true", "kv_cache_dtype": "auto",
                                       "attention_backend": "nsa"})
     assert typed == {"page_size": 64, "enable_hisparse": True, "attention_backend": "dsa"}  # auto = unset
     assert notes == ["--attention-backend nsa is deprecated; it means dsa: use --attention-backend dsa"]
+    assert spelled == {"attention_backend": "nsa"}
     for bad in ({"page_size": 1.5}, {"page_size": True}, {"enable_hisparse": "maybe"}, {"kv_cache_dtype": 8},
                 {"dsa_decode_backend": "triton_sparse_mla"}, {"nope": 1}):
         with pytest.raises(InputError):

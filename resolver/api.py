@@ -110,21 +110,22 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     model: dict | str | None = None, model_arch: str | None = None,
                     flags: dict[str, str] | None = None, notes: tuple[str, ...] = (),
                     platform_source: str | None = None, fixes: bool = True,
-                    installed: dict[str, bool] | None = None) -> Resolution:
+                    installed: dict[str, bool] | None = None, strict: bool = False) -> Resolution:
     """Resolve without raising on conflicts (the CLI and batch mode use this)."""
     plat, source = _platform(platform)
     if isinstance(model, str):
         model = load_model_config(model)
     typed, arg_notes, spelled = coerce_args(engine.pack, dict(args or {}), flags)
     request = Request(plat, platform_source or source, model_facts(model, model_arch), typed, dict(flags or {}),
-                      installed_facts(installed), spelled)
+                      installed_facts(installed), spelled, bool(strict))
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
     return Resolution(engine, request, outcome, conflicts, tuple(notes) + tuple(arg_notes))
 
 
 def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, model: dict | str | None = None,
-            model_arch: str | None = None, rules: str | None = None, installed: dict[str, bool] | None = None) -> Resolution:
+            model_arch: str | None = None, rules: str | None = None, installed: dict[str, bool] | None = None,
+            strict: bool = False) -> Resolution:
     """Resolve a launch configuration.
 
     :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
@@ -133,12 +134,13 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     :param model_arch: the architecture name, when no config is at hand.
     :param rules: a rules directory (default: the shipped rules).
     :param installed: which kernel packages are present on the target (``{"flashinfer": False}``).
+    :param strict: refuse (as a conflict) any adjustment of a value the user typed, instead of warning.
     :returns: the :class:`Resolution`.
     :raises ConflictError: the configuration conflicts (a ``ValueError``; ``.conflicts`` has them all).
     :raises ResolverError: any other expected failure (bad input, broken rule files).
     """
     res = resolve_request(get_engine(rules), platform=platform, args=args, model=model, model_arch=model_arch,
-                          installed=installed)
+                          installed=installed, strict=strict)
     if res.conflicts:
         raise ConflictError(res)
     return res

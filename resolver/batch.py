@@ -15,10 +15,10 @@ from .explain import to_json_dict
 
 __all__ = ["run_batch", "resolve_line"]
 
-_KEYS = {"id", "platform", "model", "model_arch", "args", "installed"}
+_KEYS = {"id", "platform", "model", "model_arch", "args", "installed", "strict"}
 
 
-def resolve_line(engine: Engine, line: str) -> dict[str, Any]:
+def resolve_line(engine: Engine, line: str, strict: bool = False) -> dict[str, Any]:
     """Resolve one batch line into its result object (never raises a ResolverError)."""
     rid = None
     try:
@@ -35,19 +35,20 @@ def resolve_line(engine: Engine, line: str) -> dict[str, Any]:
         if "platform" not in req:
             raise ResolverError("the request has no 'platform'")
         res = resolve_request(engine, platform=req["platform"], args=req.get("args") or {}, model=req.get("model"),
-                              model_arch=req.get("model_arch"), installed=req.get("installed"))
+                              model_arch=req.get("model_arch"), installed=req.get("installed"),
+                              strict=bool(req.get("strict", strict)))
         return {"id": rid, **to_json_dict(res)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}
 
 
-def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = False) -> int:
+def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = False, strict: bool = False) -> int:
     counts = {"resolved": 0, "conflict": 0, "error": 0}
     worst = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        result = resolve_line(engine, line)
+        result = resolve_line(engine, line, strict)
         if result["status"] == "error" and result["id"] is None:
             result["line"] = number
         counts[result["status"]] += 1

@@ -60,6 +60,8 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     o.add_argument("--explain", nargs="?", const=True, default=False, metavar="OPTION",
                    help="say why each value is what it is (or only OPTION's)")
     o.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    o.add_argument("--strict", action="store_true",
+                   help="refuse any change to a value you typed (e.g. a page-size snap) instead of warning")
     o.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
     o.add_argument("--batch", metavar="FILE", help="resolve JSON Lines requests from FILE ('-' = stdin)")
     opts = p.add_argument_group("launch options (SGLang flags)")
@@ -78,7 +80,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
 
 
 def _flag_names(pack: RulePack) -> list[str]:
-    names = ["--platform", "--compute-capability", "--vendor", "--model-config", "--model-arch", "--installed",
+    names = ["--platform", "--compute-capability", "--vendor", "--model-config", "--model-arch", "--installed", "--strict",
              "--explain", "--format", "--rules", "--batch", "--help"]
     for opt in pack.options.values():
         names += [opt.flag, *opt.aliases]
@@ -153,7 +155,8 @@ def _single(engine: Engine, ns, out: TextIO) -> int:
         raise InputError("give --model-config or --model-arch, not both")
     platform, source = _platform_arg(ns)
     res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
-                          flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed))
+                          flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed),
+                          strict=ns.strict)
     return _emit(res, ns, out)
 
 
@@ -161,13 +164,13 @@ def _batch(engine: Engine, ns, out: TextIO, err: TextIO) -> int:
     from .batch import run_batch
 
     if ns.batch == "-":
-        return run_batch(engine, sys.stdin, out, err, explain=bool(ns.explain))
+        return run_batch(engine, sys.stdin, out, err, explain=bool(ns.explain), strict=ns.strict)
     try:
         fh = open(ns.batch, encoding="utf-8")
     except OSError as exc:
         raise InputError(f"--batch: cannot read {ns.batch}: {exc.strerror}") from None
     with fh:
-        return run_batch(engine, fh, out, err, explain=bool(ns.explain))
+        return run_batch(engine, fh, out, err, explain=bool(ns.explain), strict=ns.strict)
 
 
 def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -114,7 +114,10 @@ def attach_fixes(engine, request: Request, outcome: Outcome) -> tuple[ConflictRe
     flags = {n: request.flags.get(n, pack.options[n].flag) for n in pack.options}
     reports = []
     for report in outcome.conflicts:
-        rule: Conflict = pack.rule(report.rule.id)
+        rule = pack.rule(report.rule.id)
+        if not isinstance(rule, Conflict):  # --strict: an adjustment of a typed value
+            reports.append(replace(report, fixes=tuple(_strict_fixes(trial, pack, report, flags))))
+            continue
         allowed = _allowed(trial, rule, outcome, report) if rule.option else None
         if allowed is not None and tuple(allowed) != tuple(report.allowed or ()):
             read = {f.name: f.value for f in report.facts}
@@ -122,6 +125,17 @@ def attach_fixes(engine, request: Request, outcome: Outcome) -> tuple[ConflictRe
         fixes = _fixes_for(trial, pack, rule, report, outcome, flags, allowed or ())
         reports.append(replace(report, fixes=tuple(fixes)))
     return tuple(reports)
+
+
+def _strict_fixes(trial: _Trial, pack: RulePack, report: ConflictReport, flags) -> list[Fix]:
+    """Under --strict: type the value the adjustment wanted, or omit the option."""
+    name, (wanted,) = report.options[0], report.allowed
+    fixes = []
+    for set_, unset, text in (({name: wanted}, (), f"Use {flags[name]} {format_value(wanted)}"),
+                              ({}, (name,), f"Omit {flags[name]} and let the resolver pick")):
+        if trial.confirm(set_, unset) is not None:
+            fixes.append(Fix(text, set_, unset, _argv(pack, set_)))
+    return fixes
 
 
 def _values(outcome: Outcome) -> dict[str, Any]:

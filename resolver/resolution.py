@@ -42,6 +42,7 @@ class Request:
     flags: dict[str, str] = field(default_factory=dict)  # option -> the flag the user typed
     installed: dict[str, tuple[bool, str]] = field(default_factory=dict)  # installed.<pkg> -> (value, origin)
     spelled: dict[str, Any] = field(default_factory=dict)  # option -> deprecated spelling the user typed
+    strict: bool = False  # an adjustment of a typed value is a conflict, not a warning
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,7 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
     firings: dict[str, dict[str, Any]] = {}
     derivations: dict[str, Derivation] = {}
     warnings: list[str] = []
+    refused: list[ConflictReport] = []  # --strict: adjustments of typed values
 
     def record(batch):
         for key, read in batch:
@@ -219,7 +221,7 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
                     d = _decide_fact(pack.facts[name], compiled, firings, facts)
                 else:
                     d = _decide_option(name, compiled, firings, facts, request)
-                    d = _adjust(d, compiled, session, firings, facts, values, request, warnings, record)
+                    d = _adjust(d, compiled, session, firings, facts, values, request, warnings, record, refused)
                 derivations[name] = d
                 facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
                 values[name] = d.value
@@ -245,6 +247,7 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         else:
             conflicts.append(conflict_report(rule, read, facts, values, pack, rule.allowed or None))
     option_values = {n: values[n] for n in pack.options}
+    conflicts = refused + conflicts
     return Outcome(option_values, facts, derivations, tuple(conflicts), tuple(warnings), tuple(sorted(firings)))
 
 
@@ -311,7 +314,8 @@ def _decide_option(name, compiled, firings, facts, request: Request) -> Derivati
     return Derivation(name, proposed(best), "default", best.ref, best.doc, tuple(facts[n] for n in _ordered(used)), cands)
 
 
-def _adjust(d: Derivation, compiled, session, firings, facts, values, request, warnings, record) -> Derivation:
+def _adjust(d: Derivation, compiled, session, firings, facts, values, request, warnings, record,
+            refused: list) -> Derivation:
     steps = compiled.adjust_steps.get(d.name, ())
     if not steps:
         return d
@@ -331,16 +335,23 @@ def _adjust(d: Derivation, compiled, session, firings, facts, values, request, w
         msg_values = dict(values)
         msg_values[d.name] = current
         message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(adj.value)})
-        done.append(Adjustment(adj.ref, current, adj.value, message, adj.normalize, used))
         if d.source == "user" and not adj.normalize:
             flag = request.flags.get(d.name, compiled.pack.options[d.name].flag)
+            change = f"{flag}={format_value(current)} would be changed to {format_value(adj.value)}"
+            if request.strict:
+                # --strict: the typed value stays, and the change the rule wants is a conflict
+                refused.append(ConflictReport(adj.ref, adj.doc, f"{change} ({message.rstrip('.')}); --strict refuses to change a "
+                                              f"value you typed.", (d.name,), used, (adj.value,), None))
+                continue
             warnings.append(f"{flag}={format_value(current)} was changed to {format_value(adj.value)} by {adj.ref}: {message}")
+        done.append(Adjustment(adj.ref, current, adj.value, message, adj.normalize, used))
         current = adj.value
     if not done:
         return d
     last = [a for a in done if not a.normalize]
     source = "adjustment" if last else d.source
-    return Derivation(d.name, current, source, (last[-1].rule if last else d.rule), d.doc, d.facts, d.candidates,
+    doc = compiled.pack.rule(last[-1].rule.id).doc if last else d.doc
+    return Derivation(d.name, current, source, (last[-1].rule if last else d.rule), doc, d.facts, d.candidates,
                       tuple(done))
 
 

@@ -23,14 +23,21 @@ MODELS = [
 DSA_BACKENDS = ["flashmla_sparse", "flashmla_kv", "flashinfer_sparse_mla", "fa3", "tilelang", "triton", "aiter",
                 "trtllm", "flashmla_auto", "flashmla_sparse_q8"]
 VALUES = {
-    "kv_cache_dtype": ["auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2"],
+    "kv_cache_dtype": ["auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16"],
     "dsa_prefill_backend": DSA_BACKENDS,
     "dsa_decode_backend": DSA_BACKENDS,
     "enable_hisparse": [True, False],
     "disable_radix_cache": [True, False],
     "enable_mixed_chunk": [True, False],
     "page_size": [1, 16, 32, 64, 128],
-    "attention_backend": ["dsa", "flashmla", "trtllm_mla", "fa3", "triton"],
+    "attention_backend": ["dsa", "flashmla", "trtllm_mla", "fa3", "fa4", "triton", "flashinfer", "trtllm_mha",
+                          "cutedsl_mla", "tokenspeed_mla", "aiter", "hpc_ops", "flex_attention"],
+    "prefill_attention_backend": ["fa3", "fa4", "flashinfer", "trtllm_mha", "cutedsl_mla", "triton"],
+    "decode_attention_backend": ["fa3", "fa4", "flashinfer", "trtllm_mha", "trtllm_mla", "triton"],
+    "enable_deterministic_inference": [True, False],
+    "prefill_kv_cache_dequant_dtype": ["fp8_e4m3", "nvfp4"],
+    "speculative_draft_attention_backend": ["trtllm_mha", "fa3"],
+    "tp_size": [1, 2],
     "dcp_size": [1, 2],
     "speculative_algorithm": ["EAGLE", "NEXTN"],
     "speculative_eagle_topk": [1, 4],
@@ -39,35 +46,37 @@ VALUES = {
 OPTION_VALUES = {k: st.sampled_from(v) for k, v in VALUES.items()}
 args_strategy = st.dictionaries(st.sampled_from(sorted(OPTION_VALUES)), st.just(None), max_size=6).flatmap(
     lambda d: st.fixed_dictionaries({k: OPTION_VALUES[k] for k in d}))
-requests = st.tuples(st.sampled_from(PLATFORMS), st.sampled_from(range(len(MODELS))), args_strategy)
+requests = st.tuples(st.sampled_from(PLATFORMS), st.sampled_from(range(len(MODELS))), args_strategy,
+                     st.sampled_from([None, {"flashinfer": False}]))
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _resolve(engine, platform, model, args, fixes=True):
-    return resolve_request(engine, platform=platform, args=args, model=MODELS[model], fixes=fixes)
+def _resolve(engine, platform, model, args, fixes=True, installed=None):
+    return resolve_request(engine, platform=platform, args=args, model=MODELS[model], fixes=fixes, installed=installed)
 
 
 @SETTINGS
 @given(requests)
 def test_every_listed_fix_resolves(request):
     engine = get_engine()
-    platform, model, args = request
-    res = _resolve(engine, platform, model, args)
+    platform, model, args, installed = request
+    res = _resolve(engine, platform, model, args, installed=installed)
     for conflict in res.conflicts:
         for fix in conflict.fixes:
             fixed = {k: v for k, v in args.items() if k not in fix.unset}
             fixed.update(fix.set)
-            assert _resolve(engine, platform, model, fixed, fixes=False).ok, (args, fix)
+            assert _resolve(engine, platform, model, fixed, fixes=False, installed=installed).ok, (args, fix)
 
 
 @SETTINGS
 @given(requests)
 def test_resolving_the_resolved_values_changes_nothing(request):
     engine = get_engine()
-    platform, model, args = request
-    res = _resolve(engine, platform, model, args, fixes=False)
+    platform, model, args, installed = request
+    res = _resolve(engine, platform, model, args, fixes=False, installed=installed)
     if res.ok:
-        again = _resolve(engine, platform, model, {k: v for k, v in res.values.items() if v is not None}, fixes=False)
+        again = _resolve(engine, platform, model, {k: v for k, v in res.values.items() if v is not None}, fixes=False,
+                         installed=installed)
         assert again.ok and again.values == res.values
 
 
@@ -75,8 +84,8 @@ def test_resolving_the_resolved_values_changes_nothing(request):
 @given(requests, st.randoms(use_true_random=False))
 def test_fact_order_never_changes_the_result(request, rnd):
     engine = get_engine()
-    platform, model, args = request
-    base = _resolve(engine, platform, model, args, fixes=False)
+    platform, model, args, installed = request
+    base = _resolve(engine, platform, model, args, fixes=False, installed=installed)
 
     def shuffle(batch):
         batch = list(batch)
@@ -91,8 +100,8 @@ def test_fact_order_never_changes_the_result(request, rnd):
 @given(requests)
 def test_durable_rules_and_the_reference_matcher_agree(request):
     engine = get_engine()
-    platform, model, args = request
-    req = _resolve(engine, platform, model, args, fixes=False).request
+    platform, model, args, installed = request
+    req = _resolve(engine, platform, model, args, fixes=False, installed=installed).request
     assert run(engine.compiled, engine.durable, req) == run(engine.compiled, engine.reference, req)
 
 

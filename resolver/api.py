@@ -9,6 +9,7 @@ import glob
 import os
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .compiler import CompiledPack, compile_pack
@@ -34,6 +35,21 @@ class Engine:
     compiled: CompiledPack
     durable: DurableMatcher
     reference: ReferenceMatcher
+
+    @cached_property
+    def architectures(self) -> dict[str, str]:
+        """Architecture names the rules know, by lower-case spelling (for "did you mean")."""
+        names: set[str] = set()
+        for rule in (*self.pack.facts.values(), *self.pack.defaults, *self.pack.adjusts, *self.pack.conflicts):
+            names |= {c for c in rule.when.constants("model.architecture") if isinstance(c, str)}
+        return {n.lower(): n for n in names}
+
+    def check_architecture(self, facts: dict) -> None:
+        arch = facts.get("model.architecture", (None, ""))[0]
+        if isinstance(arch, str):
+            known = self.architectures.get(arch.lower())
+            if known is not None and known != arch:
+                raise InputError(f"unknown model architecture '{arch}'. Did you mean '{known}'? (names are case-sensitive)")
 
 
 _ENGINES: dict[tuple, Engine] = {}
@@ -86,8 +102,11 @@ class Resolution:
         return not self.conflicts
 
     def explain(self, option: str | None = None) -> str:
+        """Why each value is what it is (or only ``option``'s), as text."""
         from .explain import render_text
 
+        if option is not None and option not in self.derivations:
+            raise InputError(f"explain: no such option '{option}'")
         return render_text(self, explain=True, only=option)
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,8 +134,12 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     plat, source = _platform(platform)
     if isinstance(model, str):
         model = load_model_config(model)
+    if args is not None and not isinstance(args, dict):
+        raise InputError(f"args must be a mapping of option names to values, got {type(args).__name__}")
     typed, arg_notes, spelled = coerce_args(engine.pack, dict(args or {}), flags)
-    request = Request(plat, platform_source or source, model_facts(model, model_arch), typed, dict(flags or {}),
+    facts = model_facts(model, model_arch)
+    engine.check_architecture(facts)
+    request = Request(plat, platform_source or source, facts, typed, dict(flags or {}),
                       installed_facts(installed), spelled, bool(strict))
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts

@@ -1,12 +1,14 @@
 """``resolve --batch``: one JSON request per line in, one JSON result per line out, in order.
 
 A malformed line gives ``{"id": ..., "status": "error", "error": ...}`` and the batch goes
-on.  The exit status is the worst of the lines (error 2 > conflict 1 > resolved 0).  A
+on.  The exit status is the worst of the lines (internal error 3 > error 2 > conflict 1 > resolved 0).  A
 summary goes to stderr, so stdout stays pure JSON Lines.
 """
 from __future__ import annotations
 
 import json
+import sys
+import traceback
 from typing import Any, TextIO
 
 from .api import Engine, resolve_request
@@ -34,12 +36,19 @@ def resolve_line(engine: Engine, line: str, strict: bool = False) -> dict[str, A
             raise ResolverError(f"unknown request key(s) {unknown}; known: {sorted(_KEYS)}")
         if "platform" not in req:
             raise ResolverError("the request has no 'platform'")
+        if not isinstance(req.get("args", {}), dict):
+            raise ResolverError("'args' must be an object of option: value")
+        if req.get("model") is not None and not isinstance(req["model"], dict):
+            raise ResolverError("'model' must be an object of config.json fields")
         res = resolve_request(engine, platform=req["platform"], args=req.get("args") or {}, model=req.get("model"),
                               model_arch=req.get("model_arch"), installed=req.get("installed"),
                               strict=bool(req.get("strict", strict)))
         return {"id": rid, **to_json_dict(res)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - an internal bug: keep its traceback, keep the batch going
+        traceback.print_exc(file=sys.stderr)
+        return {"id": rid, "status": "error", "error": f"internal error: {exc!r}", "internal": True}
 
 
 def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = False, strict: bool = False) -> int:
@@ -52,7 +61,7 @@ def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = F
         if result["status"] == "error" and result["id"] is None:
             result["line"] = number
         counts[result["status"]] += 1
-        worst = max(worst, {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
+        worst = max(worst, 3 if result.get("internal") else {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
         out.write(json.dumps(result, sort_keys=False) + "\n")
         if explain and result["status"] != "resolved":
             reason = result.get("error") or "; ".join(c["message"] for c in result["conflicts"])

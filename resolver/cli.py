@@ -1,7 +1,7 @@
 """``resolve``: the operator's command line (contract: design/CONTRACT.md).
 
 Exit status: 0 resolved, 1 conflict, 2 bad input (unknown flag or value, bad model config,
-unknown platform, broken rule files).  No traceback for a user mistake; an internal bug
+unknown platform, broken rule files), 3 an internal error (a bug; its traceback is printed).  No traceback for a user mistake; an internal bug
 keeps its traceback.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .rules import RulePack
 
 __all__ = ["main", "build_parser"]
 
-EXIT_OK, EXIT_CONFLICT, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_CONFLICT, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class _UsageError(Exception):
@@ -131,12 +131,12 @@ def _installed(items: list[str]) -> dict[str, bool]:
 
 
 def _emit(res, ns, out: TextIO) -> int:
+    only = ns.explain if isinstance(ns.explain, str) else None
+    if only and only not in res.engine.pack.options:
+        raise InputError(f"--explain {only}: no such option.{_suggest(only, res.engine.pack.options)}")
     if ns.format == "json":
         out.write(json.dumps(res.to_dict(), indent=2, sort_keys=False) + "\n")
     else:
-        only = ns.explain if isinstance(ns.explain, str) else None
-        if only and only not in res.engine.pack.options:
-            raise InputError(f"--explain {only}: no such option.{_suggest(only, res.engine.pack.options)}")
         out.write(render_text(res, explain=bool(ns.explain), only=only))
     return EXIT_CONFLICT if res.conflicts else EXIT_OK
 
@@ -166,7 +166,8 @@ def _batch(engine: Engine, ns, out: TextIO, err: TextIO) -> int:
     if ns.batch == "-":
         return run_batch(engine, sys.stdin, out, err, explain=bool(ns.explain), strict=ns.strict)
     try:
-        fh = open(ns.batch, encoding="utf-8")
+        # undecodable bytes become an error on their own line, not a crash of the whole batch
+        fh = open(ns.batch, encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise InputError(f"--batch: cannot read {ns.batch}: {exc.strerror}") from None
     with fh:
@@ -196,3 +197,9 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
         return EXIT_INPUT
     except BrokenPipeError:  # e.g. piped into head
         return EXIT_OK
+    except Exception:  # an internal bug: keep the traceback, and never exit 1 (which means "conflict")
+        import traceback
+
+        traceback.print_exc(file=err)
+        err.write("resolve: internal error (a bug in launch-resolver, not in your input); please report it\n")
+        return EXIT_INTERNAL

@@ -146,6 +146,23 @@ def _test(a: Atom) -> dict:
     return present if core is None else ({"$and": [present, core]} if a.op in ("ne", "notin") else core)
 
 
+def _constants(node: Any) -> set:
+    """Every (operator, constant) the engine tests on field ``v`` below ``node``."""
+    out: set = set()
+    if isinstance(node, list):
+        for n in node:
+            out |= _constants(n)
+    elif isinstance(node, dict):
+        for op, sub in node.items():
+            if op == "v" and not isinstance(sub, dict):
+                out.add(("==", repr(sub)))
+            elif op in ("$neq", "$lt", "$lte", "$gt", "$gte") and isinstance(sub, dict) and not isinstance(sub.get("v"), dict):
+                out.add((op, repr(sub.get("v"))))
+            else:
+                out |= _constants(sub)
+    return out
+
+
 def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFileProblem]:
     """Walk the emitted JSON: refuse what durable-rules 2.0.28 crashes, hangs or errs on."""
     problems: list[RuleFileProblem] = []
@@ -186,6 +203,7 @@ def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFile
         return join, const
 
     sibling: dict[str, set] = {}
+    biggest: dict[str, tuple[str, int]] = {}  # fact -> the rule testing it the most ways (to cite)
     shared: dict[str, int] = {}
     for key, rule in ruleset.items():
         pats = rule["all"]
@@ -194,7 +212,12 @@ def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFile
                 walk(body, key, None)
                 tests = body.get("$and", [])
                 if len(tests) >= 3 and "o" in tests[1]:
-                    sibling.setdefault(tests[1]["o"], set()).add(repr(tests[2:]))
+                    # every alternative of an `in [...]` is its own constant test to the engine
+                    consts = _constants(tests[2:])
+                    sibling.setdefault(tests[1]["o"], set()).update(consts)
+                    heaviest = biggest.get(tests[1]["o"])
+                    if heaviest is None or len(consts) > heaviest[1]:
+                        biggest[tests[1]["o"]] = (key, len(consts))
                 if len(pats) > 1:
                     shared[repr(body)] = shared.get(repr(body), 0) + 1
     if len(ruleset) > _MAX_RULES:
@@ -203,7 +226,9 @@ def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFile
         problems.append(RuleFileProblem(pack.directory, 0, f"{len(sibling)} distinct facts tested exceed the engine's safe limit"))
     for name, tests in sibling.items():
         if len(tests) > _MAX_SIBLING_CONSTANTS:
-            problems.append(RuleFileProblem(pack.directory, 0, f"'{name}' is tested {len(tests)} distinct ways; the engine hangs past 512"))
+            key = biggest[name][0]
+            problems.append(RuleFileProblem(*where(key), f"'{name}' is tested {len(tests)} distinct ways across the pack "
+                                            f"(this rule: {biggest[name][1]}); the engine hangs past 512"))
     for body, count in shared.items():
         if count > _MAX_SHARED_JOIN_PATTERN:
             problems.append(RuleFileProblem(pack.directory, 0, f"{count} rules share one pattern; the engine fails past 257: {body}"))

@@ -173,8 +173,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
                 f"Omit {flags[n]} and let the resolver pick (it picks {n}={format_value(out.values[n])})"))
     mine = tuple(n for n in report.options if n in user)
     if len(mine) > 1:
-        propose(len(mine), {}, mine, lambda out: "Omit " + " and ".join(flags[n] for n in mine) + " and let the resolver pick",
-                fallback=True)
+        propose(len(mine), {}, mine, lambda out: "Omit " + " and ".join(flags[n] for n in mine) + " and let the resolver pick")
     for value in allowed:
         if rule.option in user or value != outcome.values.get(rule.option):
             propose(1, {rule.option: value}, (), lambda out, o=rule.option, v=value: f"Use {flags[o]} {format_value(v)}")
@@ -220,7 +219,8 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
         if same in outcomes and (set_ or unset) and size > 1:
             continue
         outcomes.add(same)
-        fixes.append(Fix(describe(out), dict(set_), tuple(sorted(unset)), _argv(pack, set_)))
+        set_key, unset_key = key  # "set a flag to false" is written as "omit it"
+        fixes.append(Fix(describe(out), dict(set_key), unset_key, _argv(pack, dict(set_key))))
         if len(fixes) >= _MAX_FIXES:
             break
     return fixes
@@ -310,5 +310,5 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
         out = trial.screen(*fix)
         return sum(out.values.get(n) != v for n, v in fix[0].items())
 
-    found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f), repr(sorted(f[0].items(), key=str)), f[1]))
+    found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f)))  # stable: the declared order of values
     return found[:_MAX_SEARCH_FIXES]

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from .errors import InputError
+from .numbers import engine_number
 
 __all__ = ["MODEL_FACTS", "model_facts", "load_model_config"]
 
@@ -18,6 +19,7 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
     "model.architecture": ("architectures[0]", "the model class SGLang dispatches on"),
     "model.model_type": ("model_type", "Hugging Face model type"),
     "model.index_topk": ("index_topk", "DSA indexer top-k (set only on DSA checkpoints)"),
+    "model.index_kpool": ("index_kpool", "DSA index key pooling factor (pages are 64 x this on CUDA)"),
     "model.learnable_sink": ("learnable_sink", "learnable attention sinks"),
     "model.kv_lora_rank": ("kv_lora_rank", "MLA latent rank (set on MLA models)"),
     "model.num_attention_heads": ("num_attention_heads", "query heads"),
@@ -77,6 +79,8 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None) -
         value = config[fieldname]
         if value is not None and not isinstance(value, (str, int, float, bool)):
             raise InputError(f"model config: '{fieldname}' must be a scalar, got {type(value).__name__}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = engine_number(value, f"model config: '{fieldname}'")
         facts[name] = (value, f"config.json {fieldname}")
     for name in _BOOL_FIELDS:
         value, origin = facts.get(name, (False, f"config.json (no {MODEL_FACTS[name][0]})"))

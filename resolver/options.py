@@ -10,6 +10,7 @@ import difflib
 from typing import Any
 
 from .errors import InputError
+from .numbers import engine_number
 from .rules import Option, RulePack
 
 __all__ = ["coerce_args", "coerce_value"]
@@ -23,6 +24,11 @@ def _did_you_mean(word: str, known) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[Any, str | None]:
     """Return (typed value, deprecation note or None) or raise InputError listing valid values."""
     flag = flag or option.flag
@@ -33,21 +39,24 @@ def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[A
             return value, None
         if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
             return value.lower() in _TRUE, None
-        raise InputError(f"{flag}: expected true or false, got {value!r}")
+        raise InputError(f"{flag}: expected true or false, got {_short(value)}")
     if option.type in ("int", "float"):
         if isinstance(value, bool):
-            raise InputError(f"{flag}: expected a number, got {value!r}")
+            raise InputError(f"{flag}: expected a number, got {_short(value)}")
         try:
-            typed = int(value) if option.type == "int" else float(value)
-            if option.type == "int" and isinstance(value, float) and value != int(value):
-                raise ValueError
-        except (TypeError, ValueError):
-            raise InputError(f"{flag}: expected {'an integer' if option.type == 'int' else 'a number'}, got {value!r}") from None
+            typed = float(value) if option.type == "float" else value
+            if option.type == "int":
+                if isinstance(value, float) and (not value.is_integer()):
+                    raise ValueError
+                typed = int(value)
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(f"{flag}: expected {'an integer' if option.type == 'int' else 'a number'}, got {_short(value)}") from None
+        typed = engine_number(typed, flag)
         if option.minimum is not None and typed < option.minimum:
             raise InputError(f"{flag}: must be at least {option.minimum:g}, got {typed}")
         return typed, None
     if not isinstance(value, str):
-        raise InputError(f"{flag}: expected a string, got {value!r}")
+        raise InputError(f"{flag}: expected a string, got {_short(value)}")
     if option.type == "choice":
         if value in option.value_aliases:
             new = option.value_aliases[value]
@@ -73,6 +82,9 @@ def coerce_args(pack: RulePack, args: dict[str, Any], flags: dict[str, str] | No
     typed: dict[str, Any] = {}
     spelled: dict[str, Any] = {}
     notes: list[str] = []
+    for name in args:
+        if not isinstance(name, str):
+            raise InputError(f"option names must be strings, got {name!r}")
     for name in sorted(args):
         option = pack.options.get(name)
         if option is None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .compiler import CompiledPack
-from .errors import AmbiguousDefaultError
+from .errors import AmbiguousDefaultError, EngineError
 from .model import MODEL_FACTS
 from .platforms import Platform
 from .rules import Adjust, Conflict, Default, Fact, RuleRef
@@ -187,6 +187,8 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
     def fact(name: str, value: Any) -> dict:
         f = {"id": f"v:{name}", "t": "val", "o": name}
         if value is not None:
+            if isinstance(value, float) and "e" in repr(value):  # see resolver/numbers.py
+                raise EngineError(f"{name}={value!r} would be dropped by durable-rules; inputs must pass engine_number")
             f["v"] = value
         return f
 
@@ -229,13 +231,12 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             record(session.assert_facts(order(batch)))
 
     conflicts = []
-    fired_rules: dict[str, tuple[int, dict]] = {}
-    for key, read in firings.items():
+    fired_rules: dict[str, tuple[int, dict]] = {}  # rule id -> (fired branches, facts all of them read)
+    for key, read in sorted(firings.items()):
         b = compiled.branches[key]
         if isinstance(b.rule, Conflict):
-            prev = fired_rules.get(b.rule.ref.id)
-            if prev is None or b.index < prev[0]:
-                fired_rules[b.rule.ref.id] = (b.index, read)
+            count, merged = fired_rules.get(b.rule.ref.id, (0, {}))
+            fired_rules[b.rule.ref.id] = (count + 1, {**merged, **read})
     # restrictions of one option (the "your flag is refused" kind) first, then by id: never by
     # file name or position, so renaming or reordering rule files changes nothing
     for rid in sorted(fired_rules, key=lambda r: (pack.rule(r).option is None, r)):

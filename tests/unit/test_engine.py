@@ -112,3 +112,18 @@ def test_emitted_json_stays_in_the_safe_subset(engine):
     for key, rule in engine.compiled.ruleset.items():
         assert callable(engine.durable._host.get_action(key))
         walk(rule["all"])
+
+
+def test_every_alternative_of_an_in_list_counts_toward_the_engine_limit(rules_dir):
+    names = ", ".join(f'"Arch{i}"' for i in range(520))
+    text = f"""schema: resolver/1
+rules:
+  - id: conflict.big
+    kind: conflict
+    doc: Many names in one list.
+    when: model.architecture in [{names}]
+    message: big
+"""
+    pack = load_rules(rules_dir({"a.yaml": text}))
+    with pytest.raises(RuleFileErrors, match=r"a.yaml:3: 'model.architecture' is tested 520 distinct ways"):
+        compile_pack(pack)

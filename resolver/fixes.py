@@ -173,7 +173,9 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
                 f"Omit {flags[n]} and let the resolver pick (it picks {n}={format_value(out.values[n])})"))
     mine = tuple(n for n in report.options if n in user)
     if len(mine) > 1:
-        propose(len(mine), {}, mine, lambda out: "Omit " + " and ".join(flags[n] for n in mine) + " and let the resolver pick")
+        # omitting everything the user typed here always works, but is shown only when nothing smaller does
+        propose(len(mine), {}, mine, lambda out: "Omit " + " and ".join(flags[n] for n in mine) + " and let the resolver pick",
+                fallback=True)
     for value in allowed:
         if rule.option in user or value != outcome.values.get(rule.option):
             propose(1, {rule.option: value}, (), lambda out, o=rule.option, v=value: f"Use {flags[o]} {format_value(v)}")

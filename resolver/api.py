@@ -120,9 +120,13 @@ def _platform(platform: str | Platform) -> tuple[Platform, str]:
         return platform, "given"
     if not isinstance(platform, str):
         raise InputError(f"platform must be a name, got {platform!r}")
+    if platform.strip().lower() == "auto":
+        from .detect import detect_platform
+
+        detection = detect_platform()
+        return detection.platform, detection.how
     found = find_platform(platform)
-    source = "--platform " + platform if platform.lower() != found.name else "--platform " + found.name
-    return found, source
+    return found, "--platform " + platform
 
 
 def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str, Any] | None = None,

@@ -45,11 +45,14 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
         prog="resolve",
         allow_abbrev=False,  # a prefix of one flag could silently become another
         description="Resolve and explain the attention-kernel launch options of an LLM server (SGLang 0.5.23 rules).",
-        epilog="Subcommands arriving later: kernels, platforms, matrix, lint, diff. "
-               "Exit status: 0 resolved, 1 conflict, 2 bad input.",
+        epilog="Subcommands: 'resolve platforms' lists the target platforms and what this machine has "
+               "(kernels, matrix, lint, diff arrive later). "
+               "Exit status: 0 resolved, 1 conflict, 2 bad input, 3 internal error.",
     )
     g = p.add_argument_group("target")
-    g.add_argument("--platform", default="auto", help="target GPU: a name or alias (sm90, h100, b200, mi300x, ...)")
+    g.add_argument("--platform", default="auto",
+                   help="target GPU: a name or alias (sm90, h100, b200, mi300x, ...; see 'resolve platforms'); "
+                        "'auto' (the default) detects the local GPU")
     g.add_argument("--compute-capability", metavar="X.Y", help="spelled-out target capability, e.g. 9.0")
     g.add_argument("--vendor", choices=["nvidia", "amd"], default="nvidia", help="vendor for --compute-capability")
     g.add_argument("--model-config", metavar="PATH", help="a Hugging Face config.json, or a directory holding one")
@@ -178,6 +181,10 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     argv = list(sys.argv[1:] if argv is None else argv)
     out, err = out or sys.stdout, err or sys.stderr
     try:
+        from .commands import SUBCOMMANDS
+
+        if argv and argv[0] in SUBCOMMANDS:
+            return SUBCOMMANDS[argv[0]](argv[1:], out)
         engine = get_engine(_pre_rules(argv))
         if not argv or argv in (["-h"], ["--help"]) or "-h" in argv or "--help" in argv:
             build_parser(engine.pack).print_help(out)

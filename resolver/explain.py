@@ -141,7 +141,8 @@ def to_json_dict(res) -> dict[str, Any]:
     req = res.request
     model = {f.name.split(".", 1)[1]: f.value for n, f in res.outcome.facts.items() if n.startswith("model.")}
     model["origins"] = {f.name: f.origin for n, f in res.outcome.facts.items() if n.startswith("model.")}
-    platform = {"name": req.platform.name, "source": "flag", "given_as": req.platform_source,
+    source = "detected" if req.platform_source.startswith("detected") else "flag"
+    platform = {"name": req.platform.name, "source": source, "given_as": req.platform_source,
                 "vendor": req.platform.vendor, "capability": req.platform.capability}
     return {
         "status": res.status,

@@ -77,11 +77,6 @@ _BY_NAME = _index()
 def find_platform(name: str) -> Platform:
     """Look a platform up by name or alias (case-insensitive)."""
     key = name.strip().lower()
-    if key == "auto":
-        raise InputError(
-            "--platform auto: detecting the local GPU is not available yet; name the target GPU, "
-            f"e.g. --platform h100. Known platforms: {_known()}"
-        )
     if key in _BY_NAME:
         return _BY_NAME[key]
     close = difflib.get_close_matches(key, list(_BY_NAME), n=1)
@@ -100,6 +95,10 @@ def platform_from_capability(capability: str, vendor: str = "nvidia") -> Platfor
         if p.vendor == vendor and (p.major, p.minor) == (major, minor):
             return p
     raise InputError(f"no known {vendor} platform has capability {major}.{minor}. Known platforms: {_known()}")
+
+
+def known_names() -> str:
+    return _known()
 
 
 def _known() -> str:

@@ -153,3 +153,14 @@ def test_console_entry_points_run_without_traceback():
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "resolver", "--platform", "x"], capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and proc.stderr.startswith("resolve: error: unknown platform 'x'")
+
+
+def test_platforms_subcommand_text_and_json():
+    code, out, _ = _cli(["platforms"])
+    assert code == 0 and "sm90     nvidia  9.0" in out and "h100, h200" in out and "this machine:" in out
+    code, out, _ = _cli(["platforms", "--format", "json"])
+    doc = json.loads(out)
+    assert code == 0 and [p["name"] for p in doc["platforms"]][:2] == ["sm80", "sm86"]
+    assert "detected" in doc and "detection_error" in doc
+    code, _, err = _cli(["platforms", "--bogus"])
+    assert code == 2 and "unrecognized arguments" in err

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from .adapters import registry as kernel_registry
 from .compiler import CompiledPack, compile_pack
 from .engine import DurableMatcher, ReferenceMatcher
 from .errors import ConflictError, InputError
@@ -144,7 +145,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     facts = model_facts(model, model_arch)
     engine.check_architecture(facts)
     request = Request(plat, platform_source or source, facts, typed, dict(flags or {}),
-                      installed_facts(installed), spelled, bool(strict))
+                      installed_facts(installed), spelled, bool(strict), kernel_registry())
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
     return Resolution(engine, request, outcome, conflicts, tuple(notes) + tuple(arg_notes))

@@ -45,8 +45,8 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
         prog="resolve",
         allow_abbrev=False,  # a prefix of one flag could silently become another
         description="Resolve and explain the attention-kernel launch options of an LLM server (SGLang 0.5.23 rules).",
-        epilog="Subcommands: 'resolve platforms' lists the target platforms and what this machine has "
-               "(kernels, matrix, lint, diff arrive later). "
+        epilog="Subcommands: 'resolve platforms' lists the target platforms and what this machine has; "
+               "'resolve kernels' lists the kernel adapters (matrix, lint, diff arrive later). "
                "Exit status: 0 resolved, 1 conflict, 2 bad input, 3 internal error.",
     )
     g = p.add_argument_group("target")

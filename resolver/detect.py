@@ -76,8 +76,15 @@ def probe_nvml() -> list[tuple[str, Platform]] | None:
             name = pynvml.nvmlDeviceGetName(handle)
             out.append(_nvidia(f"{major}.{minor}", name.decode() if isinstance(name, bytes) else name))
         return out
+    except InputError:
+        raise
+    except Exception:  # noqa: BLE001 - an NVML error: let the next probe look
+        return None
     finally:
-        pynvml.nvmlShutdown()
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def probe_nvidia_smi() -> list[tuple[str, Platform]] | None:
@@ -88,6 +95,8 @@ def probe_nvidia_smi() -> list[tuple[str, Platform]] | None:
     for line in text.splitlines():
         if "," in line:
             name, cap = (part.strip() for part in line.rsplit(",", 1))
+            if not re.fullmatch(r"\d+\.\d+", cap):  # e.g. [N/A] under MIG: this probe cannot tell
+                return None
             out.append(_nvidia(cap, name))
     return out
 

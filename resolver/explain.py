@@ -100,6 +100,10 @@ def _derivation(res, name: str) -> list[str]:
         out.append("    because:")
         out += _facts_block(d.facts, "      ")
         out += _chain(res, d.facts, "      where ")
+    kernel = res.outcome.facts.get(f"kernel.{name}")
+    if kernel is not None and d.value is not None:
+        why = res.outcome.facts[f"kernel.{name}_why"].value
+        out.append(f"    kernel on {res.request.platform.name}: {kernel.value} ({why})")
     for a in d.adjustments:
         kind = "normalised" if a.normalize else "adjusted"
         out.append(f"    {kind} {_v(a.old)} -> {_v(a.new)} by {a.rule}: {a.message}")

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from .errors import AmbiguousDefaultError
+from .loader import kernel_option
 from .resolution import ConflictReport, Fix, Outcome, Request, conflict_report, format_value, run
 from .rules import Conflict, RulePack
 
@@ -56,7 +57,12 @@ class _Trial:
     def _run(self, memo, matcher, set_, unset) -> Outcome | None:
         key = self.key(set_, unset)
         if key not in memo:
-            req = replace(self.request, args=self._args(set_, unset))
+            args = self._args(set_, unset)
+            # a changed or dropped option no longer carries the spelling or flag the user typed
+            kept = {n for n in args if n not in set_}
+            req = replace(self.request, args=args,
+                          spelled={n: v for n, v in self.request.spelled.items() if n in kept},
+                          flags={n: v for n, v in self.request.flags.items() if n in kept})
             try:
                 memo[key] = run(self.engine.compiled, matcher, req, brief=matcher is self.engine.reference)
             except AmbiguousDefaultError:
@@ -189,7 +195,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
     completed = []
     for size, describe, set_, unset, fallback in proposals:
         screened = trial.screen(set_, unset)
-        if screened is None or not _repairs(screened, rule.ref.id, before):
+        if screened is None or rule.ref.id in {c.rule.id for c in screened.conflicts}:
             continue
         if screened.conflicts:
             # this change mends this conflict; the request has others: add their own repairs
@@ -282,11 +288,28 @@ def _describe_change(pack, flags, set_, unset, keep, user) -> str:
     return text[0].upper() + text[1:]
 
 
+def _options_behind(pack: RulePack, names) -> set[str]:
+    """The options a condition reads, directly or through derived and kernel facts."""
+    out: set[str] = set()
+    todo, seen = list(names), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        base = kernel_option(name) or name
+        if base in pack.options:
+            out.add(base)
+        elif base in pack.facts:
+            todo += pack.facts[base].when.names()
+    return out
+
+
 def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictReport, outcome: Outcome):
     """Smallest changes to other options, among those the failing rules read, that resolve."""
     user = trial.request.args
     before = {c.rule.id for c in outcome.conflicts}
-    read = {n for n in rule.when.names() if n in pack.options}
+    read = _options_behind(pack, rule.when.names())
     read.discard(rule.option)
     # two changes only to keep a choice the user made; otherwise one change (or omit it) is enough
     max_size = 2 if rule.option in user else 1

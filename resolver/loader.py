@@ -198,8 +198,10 @@ def _build(directory: str, entries, problems: list[RuleFileProblem], fingerprint
     for ref, doc, when, rule in pending:
         if when is not None and rule["kind"] == "fact":
             facts[rule["name"]] = Fact(ref, doc, rule["name"], when)
-    # user.<option>: the value the user typed, before any rule (null when not typed)
-    known = set(options) | set(facts) | _INPUT_FACTS | {f"user.{o}" for o in options}
+    # user.<option>: the value the user typed, before any rule (null when not typed);
+    # typed.<option>: the same, in the spelling typed (before a deprecated value is mapped)
+    typed = {f"{prefix}.{o}" for o in options for prefix in ("user", "typed")}
+    known = set(options) | set(facts) | _INPUT_FACTS | typed | _kernel_facts(options)
     for ref, doc, when, rule in pending:
         if when is None:
             continue
@@ -235,6 +237,19 @@ def _build(directory: str, entries, problems: list[RuleFileProblem], fingerprint
     return RulePack(directory, options, facts, tuple(defaults), tuple(adjusts), tuple(conflicts), levels, fingerprint)
 
 
+def _kernel_facts(options: dict[str, Option]) -> set[str]:
+    """kernel.<option> (supported/unsupported/unknown/none) and kernel.<option>_why, per kernel option."""
+    return {f"kernel.{o}{suffix}" for o, opt in options.items() if opt.kernel_role for suffix in ("", "_why")}
+
+
+def kernel_option(name: str) -> str | None:
+    """The option a ``kernel.*`` fact describes (it is decided with that option)."""
+    if not name.startswith("kernel."):
+        return None
+    base = name[len("kernel."):]
+    return base[: -len("_why")] if base.endswith("_why") else base
+
+
 def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
     name, typ = rule["name"], rule["type"]
     choices = tuple(rule.get("choices", ()))
@@ -246,7 +261,7 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
             b.problem(ref.file, ref.line, f"option '{name}': value alias '{old}' points to '{new}', which is not a choice")
     return Option(ref, doc, name, rule.get("flag", "--" + name.replace("_", "-")), typ, " ".join(rule["help"].split()),
                   choices, tuple(rule.get("aliases", ())), value_aliases, tuple(rule.get("unset_values", ())),
-                  rule.get("default"), rule.get("minimum"))
+                  rule.get("default"), rule.get("minimum"), rule.get("kernel_role"))
 
 
 def _check_value(b: _Builder, ref: RuleRef, options: dict[str, Option], name: str, value: Any, key: str) -> None:
@@ -294,18 +309,19 @@ def _dependency_levels(b: _Builder, options, facts, defaults, adjusts) -> tuple[
     """Options and derived facts in levels: each comes after everything its rules read."""
     nodes = set(options) | set(facts)
     deps: dict[str, dict[str, RuleRef]] = {n: {} for n in nodes}  # node -> {dependency: rule creating the edge}
+    real = lambda n: kernel_option(n) or n  # noqa: E731 - a kernel fact is decided with its option
     for f in facts.values():
-        for n in f.when.names():
+        for n in map(real, f.when.names()):
             if n in nodes:
                 deps[f.name].setdefault(n, f.ref)
     for d in defaults:
         for target, value in d.set.items():
             reads = list(d.when.names()) + ([value["from"]] if isinstance(value, dict) else [])
-            for n in reads:
+            for n in map(real, reads):
                 if n in nodes and target in deps:
                     deps[target].setdefault(n, d.ref)
     for a in adjusts:
-        for n in a.when.names():
+        for n in map(real, a.when.names()):
             if n in nodes and n != a.option and a.option in deps:
                 deps[a.option].setdefault(n, a.ref)
     order: list[tuple[str, ...]] = []

@@ -26,6 +26,7 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
     "model.num_key_value_heads": ("num_key_value_heads", "KV heads"),
     "model.head_dim": ("head_dim", "attention head dimension"),
     "model.v_head_dim": ("v_head_dim", "value head dimension"),
+    "model.qk_rope_head_dim": ("qk_rope_head_dim", "RoPE part of the MLA query/key head (0: a NoPE model)"),
     "model.from_arch_only": ("--model-arch", "true when only the architecture name was given"),
     "model.asymmetric_kv": ("head_dim, v_head_dim", "key and value head dimensions differ (both given and unequal)"),
 }

@@ -23,6 +23,7 @@ from typing import Any
 
 from .compiler import CompiledPack
 from .errors import AmbiguousDefaultError, EngineError
+from .loader import kernel_option
 from .model import MODEL_FACTS
 from .platforms import Platform
 from .rules import Adjust, Conflict, Default, Fact, RuleRef
@@ -43,6 +44,7 @@ class Request:
     installed: dict[str, tuple[bool, str]] = field(default_factory=dict)  # installed.<pkg> -> (value, origin)
     spelled: dict[str, Any] = field(default_factory=dict)  # option -> deprecated spelling the user typed
     strict: bool = False  # an adjustment of a typed value is a conflict, not a warning
+    kernels: Any = None  # the kernel adapters' registry (what runs where); None: every kernel is unknown
 
 
 @dataclass(frozen=True)
@@ -204,15 +206,16 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         for name, (value, origin) in sorted(request.installed.items()):
             facts[name] = FactUse(name, value, "installed", origin)
             inputs.append(fact(name, value))
-        # what the user typed, before any rule and before deprecated spellings are mapped:
-        # SGLang reads some raw fields (page_size when it picks the attention backend; the
-        # tokenspeed_mla spelling); ``user.<option>`` is null when not typed
+        # what the user typed, before any rule: SGLang reads some raw fields (page_size when it
+        # picks the attention backend); ``user.<option>`` is null when not typed, and
+        # ``typed.<option>`` keeps a deprecated spelling as typed (tokenspeed_mla implies FP8)
         for name in sorted(pack.options):
-            value = request.spelled.get(name, request.args.get(name))
+            value = request.args.get(name)
             origin = _origin_typed(name, request) if value is not None else "not typed by the user"
-            facts[f"user.{name}"] = FactUse(f"user.{name}", value, "user" if value is not None else "input", origin)
-            if f"user.{name}" in compiled.reads:
-                inputs.append(fact(f"user.{name}", value))
+            for prefix, typed in (("user", value), ("typed", request.spelled.get(name, value))):
+                facts[f"{prefix}.{name}"] = FactUse(f"{prefix}.{name}", typed, "user" if typed is not None else "input", origin)
+                if f"{prefix}.{name}" in compiled.reads:
+                    inputs.append(fact(f"{prefix}.{name}", typed))
         record(session.assert_facts(order(inputs)))
         values.update({n: f.value for n, f in facts.items()})
 
@@ -228,6 +231,14 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
                 facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
                 values[name] = d.value
                 batch.append(fact(name, d.value))
+                role = pack.options[name].kernel_role if name in pack.options else None
+                if role:  # what the kernel adapters report about the chosen backend, as facts the rules read
+                    status, why = _kernel_status(d, role, request)
+                    for fname, fvalue in ((f"kernel.{name}", status), (f"kernel.{name}_why", why)):
+                        facts[fname] = FactUse(fname, fvalue, "kernel", "kernel adapters")
+                        values[fname] = fvalue
+                        if fname in compiled.reads:
+                            batch.append(fact(fname, fvalue))
             record(session.assert_facts(order(batch)))
 
     conflicts = []
@@ -243,7 +254,7 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         rule: Conflict = pack.rule(rid)
         idx, read = fired_rules[rid]
         if brief:
-            options = tuple(n for n in (*read, rule.option) if n in pack.options)
+            options = tuple(n for n in (*read, rule.option, *map(kernel_option, read)) if n in pack.options)
             conflicts.append(ConflictReport(rule.ref, rule.doc, "", options, (), None, None))
         else:
             conflicts.append(conflict_report(rule, read, facts, values, pack, rule.allowed or None))
@@ -256,6 +267,8 @@ def conflict_report(rule: Conflict, read: dict, facts, values, pack, allowed) ->
     names = list(read)
     if rule.option and rule.option not in names:
         names.append(rule.option)
+    # a kernel fact is about an option's value: that option is involved too
+    names += [o for o in map(kernel_option, list(names)) if o and o not in names]
     used = tuple(facts[n] for n in _ordered(names))
     options = tuple(n for n in _ordered(names) if n in pack.options)
     extra = {"option": rule.option or "", "allowed": repr(sorted(allowed, key=str)) if allowed is not None else ""}
@@ -275,6 +288,19 @@ def _decide_fact(rule: Fact, compiled, firings, facts) -> Derivation:
         read = firings[hits[0]]
         return Derivation(rule.name, True, "derived", rule.ref, rule.doc, tuple(facts[n] for n in _ordered(read)))
     return Derivation(rule.name, False, "derived", rule.ref, f"no branch of this rule matched: {rule.doc}")
+
+
+def _kernel_status(d: Derivation, role: str, request: Request) -> tuple[str, str]:
+    if d.value is None and any(c.outcome == "skipped" for c in d.candidates):
+        reasons: dict[Any, str] = {}
+        for c in d.candidates:
+            if c.outcome == "skipped":
+                reasons.setdefault(c.value, c.why.split(": ", 1)[-1])
+        return "none", "; ".join(f"{value} - {why}" for value, why in reasons.items())
+    if request.kernels is None:
+        return "unknown", "no kernel adapters consulted"
+    verdict = request.kernels.verdict(role, d.value, request.platform.name)
+    return verdict.status, verdict.why
 
 
 def _decide_option(name, compiled, firings, facts, request: Request) -> Derivation:
@@ -299,7 +325,23 @@ def _decide_option(name, compiled, firings, facts, request: Request) -> Derivati
         cands = tuple(Candidate(r.ref, proposed(r), r.priority, "overridden-by-user", f"the user set {flag}")
                       for r, _ in ranked)
         return Derivation(name, request.args[name], "user", option.ref, option.doc, (), cands)
+    skipped: list[Candidate] = []
+    if option.kernel_role and request.kernels is not None:
+        # a default whose kernel cannot run on the target is skipped (unknown is not refused)
+        runnable = []
+        for r, read_ in ranked:
+            verdict = request.kernels.verdict(option.kernel_role, proposed(r), request.platform.name)
+            if verdict.status == "unsupported":
+                skipped.append(Candidate(r.ref, proposed(r), r.priority, "skipped",
+                                         f"its kernel cannot run on {request.platform.name}: {verdict.why}"))
+            else:
+                runnable.append((r, read_))
+        ranked = runnable
     if not ranked:
+        if skipped:
+            return Derivation(name, None, "fallback", option.ref,
+                              f"every default candidate was skipped: its kernel cannot run on {request.platform.name}",
+                              (), tuple(skipped))
         return Derivation(name, option.default, "fallback", option.ref,
                           f"no default rule applied; the option's declared default. {option.doc}")
     best, read = ranked[0]
@@ -309,8 +351,8 @@ def _decide_option(name, compiled, firings, facts, request: Request) -> Derivati
                 f"two defaults of equal priority {best.priority} propose different values for {name}: "
                 f"{best.ref} -> {proposed(best)!r} and {other.ref} -> {proposed(other)!r}; give them distinct priorities"
             )
-    cands = tuple(Candidate(r.ref, proposed(r), r.priority, "shadowed",
-                            f"lower priority than {best.ref.id} ({best.priority})") for r, _ in ranked[1:])
+    cands = tuple(skipped) + tuple(Candidate(r.ref, proposed(r), r.priority, "shadowed",
+                                            f"lower priority than {best.ref.id} ({best.priority})") for r, _ in ranked[1:])
     used = set(read) | ({best.set[name]["from"]} if isinstance(best.set[name], dict) else set())
     return Derivation(name, proposed(best), "default", best.ref, best.doc, tuple(facts[n] for n in _ordered(used)), cands)
 

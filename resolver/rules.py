@@ -47,6 +47,7 @@ class Option:
     unset_values: tuple[Any, ...] = ()
     default: Any = None
     minimum: float | None = None
+    kernel_role: str | None = None  # the role kernel adapters report this option's backends in
 
 
 @dataclass(frozen=True)

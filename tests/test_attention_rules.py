@@ -73,7 +73,7 @@ def test_dcp_test_deepseek_v3_without_index_topk_is_trtllm_mla():
 
 # --- page snaps ---------------------------------------------------------------------------
 @pytest.mark.parametrize("args, page", [
-    ({"attention_backend": "flashmla", "page_size": 16}, 64),
+    ({"attention_backend": "trtllm_mla", "page_size": 16}, 64),
     ({"attention_backend": "trtllm_mla", "page_size": 128}, 64),
     ({"attention_backend": "trtllm_mla", "page_size": 32}, 32),
     ({"attention_backend": "cutedsl_mla", "page_size": 1}, 64),

@@ -19,6 +19,12 @@ from .conftest import PUBLIC_DATA, ROOT
 #: rules whose refusals are intended departures from 0.5.23 -> divergence id in docs/divergences.md
 DIVERGENCE_RULES = {
     "conflict.kernel.flashinfer-sparse-mla.glm-sm12x": "D2",
+    # what the kernel adapters report (resolver/adapters), and kernel limits of shared/reference/kernels.md
+    **{rule: "K" for rule in (
+        "conflict.kernel.dsa-prefill.cannot-run", "conflict.kernel.dsa-decode.cannot-run",
+        "conflict.kernel.attention.cannot-run", "conflict.kernel.dsa-prefill.none-runs",
+        "conflict.kernel.dsa-decode.none-runs", "conflict.kernel.fa3-mla-sm8x", "conflict.kernel.fa3-fp8-sm8x",
+        "conflict.kernel.mxfp8-sm12x", "conflict.kernel.flashmla-fp8-e5m2", "conflict.kernel.tilelang-bf16-sm12x-nope")},
 }
 
 GROUPS = ("dsa", "dsa_sink", "dsa_page", "hisparse",  # the core issue
@@ -105,6 +111,9 @@ def test_divergences_are_the_documented_ones(batch_results):
 
 def test_every_conflict_in_the_batch_has_a_checked_fix_or_says_why(batch_results):
     cases, results, _, _ = batch_results
-    without = [r["id"] for r in results.values() if r["status"] == "conflict" and not any(c["fixes"] for c in r["conflicts"])]
-    # a request can be beyond two changes (several independent problems); it must stay rare
-    assert len(without) < 0.05 * len(results), without[:10]
+    # where a kernel fact is a root cause, no change of options may help (e.g. a model whose only
+    # kernel does not exist for the GPU): the message says so; elsewhere a fix must be found
+    without = [r["id"] for r in results.values() if r["status"] == "conflict"
+               and not any(c["fixes"] for c in r["conflicts"])
+               and not any(c["rule"]["id"].startswith("conflict.kernel.") for c in r["conflicts"])]
+    assert len(without) < 0.02 * len(results), without[:10]

@@ -1,0 +1,7 @@
+"""Platform groups the adapters' claims use (contract names)."""
+SM8X = ("sm80", "sm86", "sm89")
+SM90 = ("sm90",)
+SM10X = ("sm100", "sm103")
+SM12X = ("sm120", "sm121")
+ROCM = ("gfx942", "gfx950")
+CUDA = SM8X + SM90 + SM10X + SM12X

@@ -134,9 +134,21 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     model: dict | str | None = None, model_arch: str | None = None,
                     flags: dict[str, str] | None = None, notes: tuple[str, ...] = (),
                     platform_source: str | None = None, fixes: bool = True,
-                    installed: dict[str, bool] | None = None, strict: bool = False) -> Resolution:
+                    installed: dict[str, bool] | None = None, strict: bool = False,
+                    check_installed: bool = False) -> Resolution:
     """Resolve without raising on conflicts (the CLI and batch mode use this)."""
     plat, source = _platform(platform)
+    # the local machine's packages count when resolving for the local GPU, or when asked
+    kernels = kernel_registry()
+    probed: dict[str, tuple[bool, str]] = {}
+    if check_installed or source.startswith("detected"):
+        kernels = kernels.checking_installed()
+        for adapter in kernels.adapters:
+            probe = kernels.probed.get(adapter.name)
+            if adapter.package and hasattr(probe, "installed"):
+                state = f"{adapter.package} {probe.version or ''}".strip()
+                probed[adapter.package.replace("-python", "")] = (
+                    probe.installed, f"probed on this machine: {state} {'found' if probe.installed else 'not found'}")
     if isinstance(model, str):
         model = load_model_config(model)
     if args is not None and not isinstance(args, dict):
@@ -145,7 +157,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     facts = model_facts(model, model_arch)
     engine.check_architecture(facts)
     request = Request(plat, platform_source or source, facts, typed, dict(flags or {}),
-                      installed_facts(installed), spelled, bool(strict), kernel_registry())
+                      installed_facts(installed, probed), spelled, bool(strict), kernels)
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
     return Resolution(engine, request, outcome, conflicts, tuple(notes) + tuple(arg_notes))
@@ -153,7 +165,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
 
 def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, model: dict | str | None = None,
             model_arch: str | None = None, rules: str | None = None, installed: dict[str, bool] | None = None,
-            strict: bool = False) -> Resolution:
+            strict: bool = False, check_installed: bool = False) -> Resolution:
     """Resolve a launch configuration.
 
     :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
@@ -163,12 +175,13 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     :param rules: a rules directory (default: the shipped rules).
     :param installed: which kernel packages are present on the target (``{"flashinfer": False}``).
     :param strict: refuse (as a conflict) any adjustment of a value the user typed, instead of warning.
+    :param check_installed: count this machine's kernel packages (always so with ``platform="auto"``).
     :returns: the :class:`Resolution`.
     :raises ConflictError: the configuration conflicts (a ``ValueError``; ``.conflicts`` has them all).
     :raises ResolverError: any other expected failure (bad input, broken rule files).
     """
     res = resolve_request(get_engine(rules), platform=platform, args=args, model=model, model_arch=model_arch,
-                          installed=installed, strict=strict)
+                          installed=installed, strict=strict, check_installed=check_installed)
     if res.conflicts:
         raise ConflictError(res)
     return res

@@ -57,6 +57,9 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     g.add_argument("--vendor", choices=["nvidia", "amd"], default="nvidia", help="vendor for --compute-capability")
     g.add_argument("--model-config", metavar="PATH", help="a Hugging Face config.json, or a directory holding one")
     g.add_argument("--model-arch", metavar="NAME", help="the model architecture, when no config.json is at hand")
+    g.add_argument("--check-installed", action="store_true",
+                   help="count the kernel packages installed on this machine even for a named platform "
+                        "(always so with --platform auto)")
     g.add_argument("--installed", action="append", default=[], metavar="PKG=yes|no",
                    help="whether a kernel package is present on the target (e.g. flashinfer=no)")
     o = p.add_argument_group("output")
@@ -84,6 +87,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
 
 def _flag_names(pack: RulePack) -> list[str]:
     names = ["--platform", "--compute-capability", "--vendor", "--model-config", "--model-arch", "--installed", "--strict",
+             "--check-installed",
              "--explain", "--format", "--rules", "--batch", "--help"]
     for opt in pack.options.values():
         names += [opt.flag, *opt.aliases]
@@ -159,7 +163,7 @@ def _single(engine: Engine, ns, out: TextIO) -> int:
     platform, source = _platform_arg(ns)
     res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
                           flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed),
-                          strict=ns.strict)
+                          strict=ns.strict, check_installed=ns.check_installed)
     return _emit(res, ns, out)
 
 

@@ -20,9 +20,12 @@ INSTALLED_FACTS: dict[str, tuple[str, bool, str]] = {
 _BY_PACKAGE = {pkg: name for name, (pkg, _, _) in INSTALLED_FACTS.items()}
 
 
-def installed_facts(installed: dict[str, Any] | None) -> dict[str, tuple[bool, str]]:
-    """``{fact: (value, origin)}`` for every known package."""
+def installed_facts(installed: dict[str, Any] | None, probed: dict[str, tuple[bool, str]] | None = None
+                    ) -> dict[str, tuple[bool, str]]:
+    """``{fact: (value, origin)}`` for every known package: what the request says, else what was
+    probed on this machine (``--platform auto`` / ``--check-installed``), else the assumption."""
     installed = installed or {}
+    probed = probed or {}
     if not isinstance(installed, dict):
         raise InputError("'installed' must map package names to true or false")
     for pkg, value in installed.items():
@@ -34,6 +37,8 @@ def installed_facts(installed: dict[str, Any] | None) -> dict[str, tuple[bool, s
     for name, (pkg, assumed, _) in INSTALLED_FACTS.items():
         if pkg in installed:
             out[name] = (installed[pkg], f"given: installed {pkg}={'yes' if installed[pkg] else 'no'}")
+        elif pkg in probed:
+            out[name] = probed[pkg]
         else:
             out[name] = (assumed, f"assumed for a named target ({pkg} {'present' if assumed else 'absent'})")
     return out

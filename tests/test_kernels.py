@@ -182,3 +182,26 @@ def test_kernels_subcommand_text():
     assert main(["kernels"], out, io.StringIO()) == 0
     text = out.getvalue()
     assert "flashinfer-trtllm (built-in)" in text and "unsupported on sm80" in text and "unknown" in text
+
+
+def test_check_installed_counts_this_machines_packages(monkeypatch):
+    from resolver.adapters.base import Probe
+    from resolver.adapters.registry import Registry
+
+    real = Registry.probes
+
+    def fake_probes(self):
+        out = real(self)
+        out.update({"flashinfer-trtllm": Probe(False, None, "module flashinfer not found"),
+                    "flashmla": Probe(True, "1.0.0", "module flash_mla found")})
+        return out
+
+    monkeypatch.setattr(Registry, "probes", fake_probes)
+    # a named target: the local packages do not count unless asked
+    assert resolve({}, platform="b200", model=DSV32).values["dsa_decode_backend"] == "trtllm"
+    res = resolve({}, platform="b200", model=DSV32, check_installed=True)
+    assert res.values["dsa_decode_backend"] == "flashmla_kv"  # trtllm skipped: FlashInfer is not installed here
+    skipped = [c for c in res.derivations["dsa_decode_backend"].candidates if c.outcome == "skipped"]
+    assert skipped and "not installed here" in skipped[0].why
+    assert res.outcome.facts["installed.flashinfer"].value is False
+    assert "probed on this machine" in res.outcome.facts["installed.flashinfer"].origin

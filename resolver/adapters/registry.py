@@ -31,9 +31,11 @@ class Verdict:
 
 
 class Registry:
-    def __init__(self, adapters: list[KernelAdapter], errors: list[AdapterError]):
+    def __init__(self, adapters: list[KernelAdapter], errors: list[AdapterError], probed: dict | None = None):
         self.adapters = adapters
         self.errors = errors
+        #: adapter name -> Probe, when the local machine's packages count (--platform auto / --check-installed)
+        self.probed = probed
         self._index: dict[tuple[str, str, str], tuple[Claim, KernelAdapter]] = {}
         for adapter in adapters:
             for claim in adapter.claims:
@@ -48,7 +50,15 @@ class Registry:
         if hit is None:
             return Verdict("unknown", f"no adapter declares {backend} ({role}) on {platform}")
         claim, adapter = hit
+        probe = (self.probed or {}).get(adapter.name)
+        if claim.status == "supported" and isinstance(probe, Probe) and not probe.installed:
+            return Verdict("unsupported", f"its package {adapter.package} is not installed here ({probe.detail}) "
+                                          f"[adapter {adapter.name}, {adapter.source}; probed]")
         return Verdict(claim.status, f"{claim.evidence} [adapter {adapter.name}, {adapter.source}; {claim.strength}]")
+
+    def checking_installed(self) -> "Registry":
+        """The same claims, with this machine's probes counting (a missing package cannot run)."""
+        return Registry(self.adapters, self.errors, self.probes())
 
     def probes(self) -> dict[str, Probe | AdapterError]:
         out: dict[str, Probe | AdapterError] = {}

@@ -191,7 +191,6 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
         size = len(set_) + len(unset)
         propose(size, set_, unset, lambda out, s=set_, u=unset, o=rule.option: _describe_change(pack, flags, s, u, o, user))
 
-    before = {c.rule.id for c in outcome.conflicts}
     completed = []
     for size, describe, set_, unset, fallback in proposals:
         screened = trial.screen(set_, unset)

@@ -331,7 +331,7 @@ def _dependency_levels(b: _Builder, options, facts, defaults, adjusts) -> tuple[
         ready = sorted(n for n in remaining if all(d in done for d in deps[n]))
         if not ready:
             cycle = _find_cycle(deps, remaining)
-            rules = sorted({str(deps[a][b_]) for a, b_ in zip(cycle, cycle[1:] + cycle[:1])})
+            rules = sorted({str(deps[a][b_]) for a, b_ in zip(cycle, cycle[1:] + cycle[:1], strict=True)})
             ref = deps[cycle[0]][cycle[1 % len(cycle)]]
             b.problem(ref.file, ref.line, f"dependency cycle between options: {' -> '.join(cycle + cycle[:1])}; rules: {'; '.join(rules)}")
             return tuple(order + [tuple(sorted(remaining))])

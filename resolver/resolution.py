@@ -26,7 +26,7 @@ from .errors import AmbiguousDefaultError, EngineError
 from .loader import kernel_option
 from .model import MODEL_FACTS
 from .platforms import Platform
-from .rules import Adjust, Conflict, Default, Fact, RuleRef
+from .rules import Conflict, Default, Fact, RuleRef
 
 __all__ = ["Request", "FactUse", "Candidate", "Adjustment", "Derivation", "Fix", "ConflictReport", "Outcome", "run",
            "render_message", "format_value"]

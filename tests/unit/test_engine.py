@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from resolver.api import Engine, resolve_request
+from resolver.api import resolve_request
 from resolver.compiler import compile_pack
 from resolver.engine import DurableMatcher, ReferenceMatcher
 from resolver.errors import EngineError, RuleFileErrors

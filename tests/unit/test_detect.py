@@ -69,9 +69,13 @@ def test_an_unknown_gpu_is_named(monkeypatch):
 
 def test_the_explanation_says_how_the_platform_was_found(monkeypatch):
     from resolver import resolve
+    from resolver.adapters.base import Probe
+    from resolver.adapters.registry import Registry
 
     monkeypatch.setattr(detect, "_run", _fake_run({"nvidia-smi": "NVIDIA B200, 10.0\n"}))
     monkeypatch.setattr(detect.importlib.util, "find_spec", lambda name: None)
+    # on the local GPU the local packages count: pretend every kernel package is installed
+    monkeypatch.setattr(Registry, "probes", lambda self: {a.name: Probe(True, "1", "test") for a in self.adapters})
     res = resolve({}, platform="auto", model_arch="DeepseekV32ForCausalLM")
     assert res.to_dict()["platform"] == {"name": "sm100", "source": "detected", "vendor": "nvidia", "capability": 10.0,
                                          "given_as": "detected by nvidia-smi: NVIDIA B200, sm100 (capability 10)"}

@@ -40,9 +40,8 @@ class Engine:
     @cached_property
     def architectures(self) -> dict[str, str]:
         """Architecture names the rules know, by lower-case spelling (for "did you mean")."""
-        names: set[str] = set()
-        for rule in (*self.pack.facts.values(), *self.pack.defaults, *self.pack.adjusts, *self.pack.conflicts):
-            names |= {c for c in rule.when.constants("model.architecture") if isinstance(c, str)}
+        names = {c for a in self.pack.atoms.get("model.architecture", ())
+                 for c in (a.value if a.op in ("in", "notin") else (a.value,)) if isinstance(c, str)}
         return {n.lower(): n for n in names}
 
     def check_architecture(self, facts: dict) -> None:

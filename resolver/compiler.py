@@ -37,14 +37,8 @@ class CompiledBranch:
 
     key: str  # durable rule and action name: "<rule id>#<branch>"
     rule: Fact | Default | Adjust | Conflict
-    index: int
     atoms: tuple[Atom, ...]
     adj_step: int | None  # for an adjustment: which step's "adj" fact it matches
-    trigger: int  # position in the assertion schedule after which all its facts exist
-
-    @property
-    def kind(self) -> str:
-        return type(self.rule).__name__.lower()
 
 
 @dataclass(frozen=True)
@@ -60,7 +54,6 @@ def compile_pack(pack: RulePack) -> CompiledPack:
     steps: dict[str, list[Adjust]] = {}
     for a in sorted(pack.adjusts, key=lambda a: (a.option, a.order, a.ref.id)):
         steps.setdefault(a.option, []).append(a)
-    position = {n: i for i, level in enumerate(pack.levels) for n in level}
     problems: list[RuleFileProblem] = []
     branches: dict[str, CompiledBranch] = {}
     ruleset: dict[str, dict] = {}
@@ -72,15 +65,12 @@ def compile_pack(pack: RulePack) -> CompiledPack:
             if not atoms:
                 # a rule without `when` must still be activated by a fact: anchor it on the platform
                 atoms = (_ANCHOR,)
-            trigger = max([position.get(n, -1) for a in atoms for n in a.names() if n != adj_option] + [-1])
-            if adj_option:
-                trigger = max(trigger, position[adj_option])
             try:
                 ruleset[key] = {"all": _patterns(atoms, adj_option, step), "run": key}
             except ValueError as exc:
                 problems.append(RuleFileProblem(rule.ref.file, rule.ref.line, f"rule {rule.ref.id}: {exc}"))
                 continue
-            branches[key] = CompiledBranch(key, rule, i, atoms, step, trigger)
+            branches[key] = CompiledBranch(key, rule, atoms, step)
     ruleset[SINK] = {"all": [{"f": {"$or": [{"t": "val"}, {"t": "adj"}]}}], "run": SINK}
     problems += check_safe_subset(ruleset, pack)
     if problems:
@@ -175,13 +165,13 @@ def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFile
         except KeyError:
             return "<compiled>", 0
 
-    def walk(node: Any, key: str, under: str | None) -> tuple[bool, bool]:
+    def walk(node: Any, key: str) -> tuple[bool, bool]:
         """Return (has join reference, has constant) below ``node``; check operator nesting."""
         join = const = False
         if isinstance(node, dict):
             for op, sub in node.items():
                 if op in ("$and", "$or"):
-                    flags = [walk(s, key, op) for s in sub]
+                    flags = [walk(s, key) for s in sub]
                     j, c = any(f[0] for f in flags), any(f[1] for f in flags)
                     if op == "$or" and j and c:
                         problems.append(RuleFileProblem(*where(key), f"rule {key}: $or mixes a join with a constant (P4)"))
@@ -209,7 +199,7 @@ def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFile
         pats = rule["all"]
         for p in pats:
             for body in p.values():
-                walk(body, key, None)
+                walk(body, key)
                 tests = body.get("$and", [])
                 if len(tests) >= 3 and "o" in tests[1]:
                     # every alternative of an `in [...]` is its own constant test to the engine

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = ["Atom", "Condition", "ConditionError", "parse_condition", "TRUE"]
 
@@ -258,7 +258,3 @@ def _literal(node: ast.AST) -> Any:
         if isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
             return -node.operand.value
     raise ConditionError(f"expected a constant, got '{ast.unparse(node)}'", getattr(node, "col_offset", 0))
-
-
-def all_names(conditions: Iterable[Condition]) -> set[str]:
-    return {n for c in conditions for n in c.names()}

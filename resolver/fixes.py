@@ -45,19 +45,16 @@ class _Trial:
         unset = set(unset) | {k for k, v in set_.items() if v is None or v is False}
         return tuple(sorted(((k, v) for k, v in set_.items() if k not in unset), key=str)), tuple(sorted(unset))
 
-    def _args(self, set_: dict, unset: tuple) -> dict:
+    def _args(self, key: tuple) -> dict:
+        set_items, unset = key
         args = {k: v for k, v in self.request.args.items() if k not in unset}
-        for k, v in set_.items():
-            if v is None or v is False and self.engine.pack.options[k].type == "bool":
-                args.pop(k, None)
-            else:
-                args[k] = v
+        args.update(set_items)
         return args
 
     def _run(self, memo, matcher, set_, unset) -> Outcome | None:
         key = self.key(set_, unset)
         if key not in memo:
-            args = self._args(set_, unset)
+            args = self._args(key)
             # a changed or dropped option no longer carries the spelling or flag the user typed
             kept = {n for n in args if n not in set_}
             req = replace(self.request, args=args,
@@ -92,8 +89,7 @@ def _argv(pack: RulePack, set_: dict) -> tuple[str, ...]:
 def _domain(pack: RulePack, name: str, current: Any, user_set: bool) -> list[Any]:
     """Values worth trying for ``name``: one per class of values that every rule treats alike."""
     opt = pack.options[name]
-    atoms = [a for rule in (*pack.facts.values(), *pack.defaults, *pack.adjusts, *pack.conflicts)
-             for branch in rule.when.branches for a in branch if a.name == name and a.op != "join"]
+    atoms = pack.atoms.get(name, ())
     if opt.type == "bool":
         values: list[Any] = [not bool(current)]
     elif opt.choices:
@@ -252,7 +248,7 @@ def _complete(trial: _Trial, pack: RulePack, set_: dict, unset: tuple, rounds: i
         first = out.conflicts[0]
         rule: Conflict = pack.rule(first.rule.id)
         touched = set(set_) | set(unset)
-        args = trial._args(set_, unset)
+        args = trial._args(trial.key(set_, unset))
         options = [({}, (n,)) for n in first.options if n in args and n not in touched]
         if rule.option and rule.option not in touched:
             options += [({rule.option: v}, ()) for v in rule.allowed if v is not None]

@@ -7,7 +7,6 @@ loader: a rule pack is data and can never make the resolver import or run anythi
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import os
 import string
@@ -81,7 +80,6 @@ def load_rules(directory: str | None = None) -> RulePack:
         problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory"))
         raise RuleFileErrors(problems)
     shipped = directory == os.path.abspath(default_rules_dir())
-    digest = hashlib.sha256()
     entries: list[tuple[str, _Mapping, list[str]]] = []
     for path in paths:
         # the shipped pack is cited as rules/NAME wherever it is installed
@@ -92,7 +90,6 @@ def load_rules(directory: str | None = None) -> RulePack:
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc}"))
             continue
-        digest.update(rel.encode() + b"\0" + text.encode())
         try:
             data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a (C)SafeLoader
         except yaml.YAMLError as exc:
@@ -115,7 +112,7 @@ def load_rules(directory: str | None = None) -> RulePack:
         for i, rule in enumerate(data.get("rules") or []):
             if i not in bad_rules and isinstance(rule, _Mapping):
                 entries.append((rel, rule, lines))
-    pack = _build(directory, entries, problems, digest.hexdigest())
+    pack = _build(directory, entries, problems)
     if problems:
         raise RuleFileErrors(problems)
     return pack
@@ -171,7 +168,7 @@ class _Builder:
             return None
 
 
-def _build(directory: str, entries, problems: list[RuleFileProblem], fingerprint: str) -> RulePack:
+def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack:
     b = _Builder(problems)
     seen: dict[str, RuleRef] = {}
     options: dict[str, Option] = {}
@@ -234,7 +231,7 @@ def _build(directory: str, entries, problems: list[RuleFileProblem], fingerprint
     for a in adjusts:
         _check_template(b, a.ref, a.message, known | {"old", "new"})
     levels = _dependency_levels(b, options, facts, defaults, adjusts)
-    return RulePack(directory, options, facts, tuple(defaults), tuple(adjusts), tuple(conflicts), levels, fingerprint)
+    return RulePack(directory, options, facts, tuple(defaults), tuple(adjusts), tuple(conflicts), levels)
 
 
 def _kernel_facts(options: dict[str, Option]) -> set[str]:

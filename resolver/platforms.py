@@ -97,9 +97,5 @@ def platform_from_capability(capability: str, vendor: str = "nvidia") -> Platfor
     raise InputError(f"no known {vendor} platform has capability {major}.{minor}. Known platforms: {_known()}")
 
 
-def known_names() -> str:
-    return _known()
-
-
 def _known() -> str:
     return "; ".join(f"{p.name} ({', '.join(p.aliases)})" for p in PLATFORMS)

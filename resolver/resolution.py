@@ -242,17 +242,16 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             record(session.assert_facts(order(batch)))
 
     conflicts = []
-    fired_rules: dict[str, tuple[int, dict]] = {}  # rule id -> (fired branches, facts all of them read)
+    fired_rules: dict[str, dict] = {}  # conflict rule id -> the facts all its fired branches read
     for key, read in sorted(firings.items()):
         b = compiled.branches[key]
         if isinstance(b.rule, Conflict):
-            count, merged = fired_rules.get(b.rule.ref.id, (0, {}))
-            fired_rules[b.rule.ref.id] = (count + 1, {**merged, **read})
+            fired_rules.setdefault(b.rule.ref.id, {}).update(read)
     # restrictions of one option (the "your flag is refused" kind) first, then by id: never by
     # file name or position, so renaming or reordering rule files changes nothing
     for rid in sorted(fired_rules, key=lambda r: (pack.rule(r).option is None, r)):
         rule: Conflict = pack.rule(rid)
-        idx, read = fired_rules[rid]
+        read = fired_rules[rid]
         if brief:
             options = tuple(n for n in (*read, rule.option, *map(kernel_option, read)) if n in pack.options)
             conflicts.append(ConflictReport(rule.ref, rule.doc, "", options, (), None, None))

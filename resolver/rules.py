@@ -11,9 +11,10 @@ Five kinds, each a frozen dataclass:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from .conditions import Condition
+from .conditions import Atom, Condition
 
 __all__ = ["RuleRef", "Option", "Fact", "Default", "Adjust", "Conflict", "FixHint", "RulePack"]
 
@@ -109,19 +110,32 @@ class RulePack:
     adjusts: tuple[Adjust, ...]
     conflicts: tuple[Conflict, ...]
     levels: tuple[tuple[str, ...], ...]  # options and derived facts, in dependency levels
-    fingerprint: str  # content hash, used to cache compiled packs
 
     @property
     def order(self) -> tuple[str, ...]:
         return tuple(n for level in self.levels for n in level)
 
+    def _groups(self):
+        return (self.options.values(), self.facts.values(), self.defaults, self.adjusts, self.conflicts)
+
+    @cached_property
+    def _by_id(self) -> dict:
+        return {r.ref.id: r for group in self._groups() for r in group}
+
     def rule(self, rule_id: str):
-        for group in (self.options.values(), self.facts.values(), self.defaults, self.adjusts, self.conflicts):
+        return self._by_id[rule_id]
+
+    @cached_property
+    def atoms(self) -> dict[str, tuple[Atom, ...]]:
+        """Every constant test of the pack, by the name it tests (fix search, "did you mean")."""
+        out: dict[str, list[Atom]] = {}
+        for group in self._groups():
             for r in group:
-                if r.ref.id == rule_id:
-                    return r
-        raise KeyError(rule_id)
+                for branch in r.when.branches if hasattr(r, "when") else ():
+                    for a in branch:
+                        if a.op != "join":
+                            out.setdefault(a.name, []).append(a)
+        return {n: tuple(v) for n, v in out.items()}
 
     def all_refs(self) -> list[RuleRef]:
-        groups = (self.options.values(), self.facts.values(), self.defaults, self.adjusts, self.conflicts)
-        return sorted((r.ref for g in groups for r in g), key=lambda r: (r.file, r.line))
+        return sorted((r.ref for g in self._groups() for r in g), key=lambda r: (r.file, r.line))

@@ -5,6 +5,7 @@ Each takes ``--format text|json``, exits 0 on success and 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 from typing import TextIO
 
@@ -46,24 +47,18 @@ def platforms(argv: list[str], out: TextIO) -> int:
 
 def kernels(argv: list[str], out: TextIO) -> int:
     p = _parser("kernels", "List the kernel adapters: what each serves and can run, and whether its package is installed here.")
+    p.add_argument("backend", nargs="?", help="show only the adapters serving this backend (e.g. trtllm_mla)")
     ns = p.parse_args(argv)
     from .adapters import registry
-    from .adapters.base import AdapterError
 
     reg = registry()
+    adapters = [a for a in reg.adapters if ns.backend is None or ns.backend in a.serves()]
+    if not adapters:
+        known = sorted({b for a in reg.adapters for b in a.serves()})
+        raise InputError(f"no kernel adapter serves '{ns.backend}'{_close(ns.backend, known)}. "
+                         f"Adapters serve: {', '.join(known)}")
     probes = reg.probes()
-    rows = []
-    for a in reg.adapters:
-        probe = probes[a.name]
-        rows.append({
-            "name": a.name, "family": a.family, "package": a.package, "source": a.source,
-            "serves": {b: list(r) for b, r in a.serves().items()},
-            "installed": None if isinstance(probe, AdapterError) else probe.installed,
-            "version": None if isinstance(probe, AdapterError) else probe.version,
-            "probe_error": str(probe) if isinstance(probe, AdapterError) else None,
-            "claims": [{"role": c.role, "backends": list(c.backends), "status": c.status, "platforms": list(c.platforms),
-                        "evidence": c.evidence, "strength": c.strength} for c in a.claims],
-        })
+    rows = [_adapter_row(a, probes[a.name]) for a in adapters]
     errors = [str(e) for e in reg.errors]
     if ns.format == "json":
         out.write(json.dumps({"adapters": rows, "errors": errors}, indent=2) + "\n")
@@ -72,15 +67,53 @@ def kernels(argv: list[str], out: TextIO) -> int:
         state = ("probe failed: " + r["probe_error"]) if r["probe_error"] else (
             f"installed {r['version'] or ''}".strip() if r["installed"] else "not installed here")
         out.write(f"{r['name']} ({r['source']}): {r['family']}\n  package: {r['package'] or 'part of SGLang'}; {state}\n")
+        if r["probe_detail"]:
+            out.write(f"  probe: {r['probe_detail']}\n")
         for backend, roles in r["serves"].items():
-            out.write(f"  {backend} [{', '.join(roles)}]\n")
+            if ns.backend not in (None, backend):
+                continue
+            out.write(f"  {backend} [{', '.join(roles)}]\n" if roles else f"  {backend} (no claims: unknown everywhere)\n")
             for c in r["claims"]:
                 if backend in c["backends"]:
-                    out.write(f"    {c['role']}: {c['status']} on {', '.join(c['platforms'])} ({c['strength']}: {c['evidence']})\n")
+                    scope = f" with {c['scope']}" if c["scope"] else ""
+                    status = "refused by SGLang's own checks" if c["status"] == "refused" else c["status"]
+                    out.write(f"    {c['role']}: {status} on {', '.join(c['platforms'])}{scope} "
+                              f"({c['strength']}: {c['evidence']})\n")
+            for lim in r["limits"]:
+                if backend in lim["backends"]:
+                    note = f"; {lim['note']}" if lim["note"] else ""
+                    out.write(f"    {lim['kind'].replace('_', ' ')}: {', '.join(map(str, lim['values']))} "
+                              f"({lim['evidence']}{note})\n")
     for e in errors:
         out.write(f"error: {e}\n")
     out.write("platforms no adapter mentions are unknown: neither refused nor preferred\n")
     return 0
+
+
+def _close(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _adapter_row(a, probe) -> dict:
+    from .adapters.base import AdapterError
+
+    failed = isinstance(probe, AdapterError)
+    return {
+        "name": a.name, "family": a.family, "package": a.package, "source": a.source,
+        "serves": {b: list(r) for b, r in a.serves().items()},
+        "installed": None if failed else probe.installed,
+        "version": None if failed else probe.version,
+        "probe_detail": None if failed else probe.detail,
+        "compiled_archs": None if failed or probe.archs is None else [f"sm_{sm}" for sm in probe.archs],
+        "compiled_backends": list(a.compiled_backends),
+        "probe_error": str(probe) if failed else None,
+        "claims": [{"role": c.role, "backends": list(c.backends), "status": c.status, "platforms": list(c.platforms),
+                    "kv_dtypes": list(c.kv_dtypes) if c.kv_dtypes is not None else None, "mla": c.mla,
+                    "scope": c.scope(), "evidence": c.evidence, "strength": c.strength} for c in a.claims],
+        "limits": [{"backends": list(lim.backends), "kind": lim.kind, "values": list(lim.values),
+                    "evidence": lim.evidence, "note": lim.note} for lim in a.limits],
+    }
 
 
 SUBCOMMANDS = {"platforms": platforms, "kernels": kernels}

@@ -1,6 +1,7 @@
-"""Generate docs/options.md from the option declarations: ``python -m resolver.docgen``.
+"""Generate docs from declarations: ``python -m resolver.docgen > docs/options.md`` (the options)
+and ``python -m resolver.docgen kernels > docs/kernel-matrix.md`` (the kernel adapters' claims).
 
-A test fails when the checked-in file is stale.
+A test fails when a checked-in file is stale.
 """
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import sys
 from .loader import load_rules
 from .rules import RulePack
 
-__all__ = ["options_markdown"]
+__all__ = ["options_markdown", "kernels_markdown"]
+
+_MARK = {"supported": "Y", "unsupported": "N", "refused": "Nr"}
 
 
 def _cell(text: str) -> str:
@@ -40,5 +43,44 @@ def options_markdown(pack: RulePack) -> str:
     return "\n".join(lines) + "\n"
 
 
+def kernels_markdown(adapters) -> str:
+    """One row per (backend, role, narrowing), one column per platform: what the built-in adapters claim."""
+    from .platforms import PLATFORMS
+
+    rows: dict[tuple[str, str, str], dict[str, str]] = {}
+    sources: dict[tuple[str, str, str], set[str]] = {}
+    for adapter in adapters:
+        for c in adapter.claims:
+            for backend in c.backends:
+                key = (backend, c.role, c.scope())
+                for platform in c.platforms:
+                    rows.setdefault(key, {})[platform] = _MARK[c.status] + ("" if c.strength == "strong" else "~")
+                sources.setdefault(key, set()).add(adapter.name)
+    names = [p.name for p in PLATFORMS]
+    lines = [
+        "# Kernel matrix",
+        "",
+        "Generated from the built-in adapters (`resolver/adapters/`) by",
+        "`python -m resolver.docgen kernels > docs/kernel-matrix.md`; do not edit. `resolve kernels` shows",
+        "the evidence of each cell. Y: runs; N: cannot run (the resolver refuses it, or skips it as a default);",
+        "Nr: SGLang 0.5.23's own checks refuse or rewrite it (a rule in `rules/` does the same); `~`: medium",
+        "evidence; blank: unknown, neither refused nor preferred. A narrowed row (KV dtype, MLA) overrides the",
+        "plain row of the same backend and role; prefill, decode and draft roles read the attention rows unless",
+        "they have their own.",
+        "",
+        "| backend | role | only for | " + " | ".join(names) + " | adapter |",
+        "|---|---|---|" + "---|" * len(names) + "---|",
+    ]
+    for (backend, role, scope), cells in sorted(rows.items()):
+        marks = " | ".join(cells.get(n, "") for n in names)
+        lines.append(f"| `{backend}` | {role} | {scope} | {marks} | {', '.join(sorted(sources[(backend, role, scope)]))} |")
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.stdout.write(options_markdown(load_rules(sys.argv[1] if len(sys.argv) > 1 else None)))
+    if sys.argv[1:2] == ["kernels"]:
+        from .adapters.registry import Registry, _builtin_adapters
+
+        sys.stdout.write(kernels_markdown(Registry(_builtin_adapters(), []).adapters))
+    else:
+        sys.stdout.write(options_markdown(load_rules(sys.argv[1] if len(sys.argv) > 1 else None)))

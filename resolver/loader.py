@@ -21,7 +21,7 @@ from .errors import RuleFileErrors, RuleFileProblem
 from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .platforms import PLATFORM_FACTS
-from .rules import Adjust, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
+from .rules import KERNEL_CONTEXT, Adjust, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
 
 __all__ = ["load_rules", "default_rules_dir"]
 
@@ -321,6 +321,11 @@ def _dependency_levels(b: _Builder, options, facts, defaults, adjusts) -> tuple[
         for n in map(real, a.when.names()):
             if n in nodes and n != a.option and a.option in deps:
                 deps[a.option].setdefault(n, a.ref)
+    for o in options.values():
+        if o.kernel_role:  # its kernel facts read the KV dtype and the model kind
+            for n in KERNEL_CONTEXT:
+                if n in nodes and n != o.name:
+                    deps[o.name].setdefault(n, o.ref)
     order: list[tuple[str, ...]] = []
     done: set[str] = set()
     remaining = set(nodes)

@@ -26,7 +26,7 @@ from .errors import AmbiguousDefaultError, EngineError
 from .loader import kernel_option
 from .model import MODEL_FACTS
 from .platforms import Platform
-from .rules import Conflict, Default, Fact, RuleRef
+from .rules import KERNEL_CONTEXT, Conflict, Default, Fact, RuleRef
 
 __all__ = ["Request", "FactUse", "Candidate", "Adjustment", "Derivation", "Fix", "ConflictReport", "Outcome", "run",
            "render_message", "format_value"]
@@ -233,7 +233,7 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
                 batch.append(fact(name, d.value))
                 role = pack.options[name].kernel_role if name in pack.options else None
                 if role:  # what the kernel adapters report about the chosen backend, as facts the rules read
-                    status, why = _kernel_status(d, role, request)
+                    status, why = _kernel_status(d, role, request, facts)
                     for fname, fvalue in ((f"kernel.{name}", status), (f"kernel.{name}_why", why)):
                         facts[fname] = FactUse(fname, fvalue, "kernel", "kernel adapters")
                         values[fname] = fvalue
@@ -289,7 +289,7 @@ def _decide_fact(rule: Fact, compiled, firings, facts) -> Derivation:
     return Derivation(rule.name, False, "derived", rule.ref, f"no branch of this rule matched: {rule.doc}")
 
 
-def _kernel_status(d: Derivation, role: str, request: Request) -> tuple[str, str]:
+def _kernel_status(d: Derivation, role: str, request: Request, facts) -> tuple[str, str]:
     if d.value is None and any(c.outcome == "skipped" for c in d.candidates):
         reasons: dict[Any, str] = {}
         for c in d.candidates:
@@ -298,8 +298,14 @@ def _kernel_status(d: Derivation, role: str, request: Request) -> tuple[str, str
         return "none", "; ".join(f"{value} - {why}" for value, why in reasons.items())
     if request.kernels is None:
         return "unknown", "no kernel adapters consulted"
-    verdict = request.kernels.verdict(role, d.value, request.platform.name)
+    verdict = request.kernels.verdict(role, d.value, request.platform.name, *_kernel_context(facts))
     return verdict.status, verdict.why
+
+
+def _kernel_context(facts) -> tuple[str | None, bool | None]:
+    """What a kernel claim may be narrowed by (KERNEL_CONTEXT, decided before any kernel option)."""
+    kv, mla = (facts.get(n) for n in KERNEL_CONTEXT)
+    return (kv.value if kv else None), (bool(mla.value) if mla and mla.value is not None else None)
 
 
 def _decide_option(name, compiled, firings, facts, request: Request) -> Derivation:
@@ -329,7 +335,8 @@ def _decide_option(name, compiled, firings, facts, request: Request) -> Derivati
         # a default whose kernel cannot run on the target is skipped (unknown is not refused)
         runnable = []
         for r, read_ in ranked:
-            verdict = request.kernels.verdict(option.kernel_role, proposed(r), request.platform.name)
+            verdict = request.kernels.verdict(option.kernel_role, proposed(r), request.platform.name,
+                                              *_kernel_context(facts))
             if verdict.status == "unsupported":
                 skipped.append(Candidate(r.ref, proposed(r), r.priority, "skipped",
                                          f"its kernel cannot run on {request.platform.name}: {verdict.why}"))

@@ -16,7 +16,11 @@ from typing import Any
 
 from .conditions import Atom, Condition
 
-__all__ = ["RuleRef", "Option", "Fact", "Default", "Adjust", "Conflict", "FixHint", "RulePack"]
+__all__ = ["RuleRef", "Option", "Fact", "Default", "Adjust", "Conflict", "FixHint", "RulePack", "KERNEL_CONTEXT"]
+
+#: what a kernel adapter's claim may be narrowed by (resolver/adapters/base.py Claim): an option with a
+#: kernel_role is decided after these, so its kernel facts never depend on the order facts arrive in
+KERNEL_CONTEXT = ("kv_cache_dtype", "model.mla")
 
 
 @dataclass(frozen=True)

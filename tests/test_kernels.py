@@ -77,11 +77,17 @@ def test_r6_hisparse_on_sm120_non_glm_is_refused():
     assert "conflict.kernel.dsa-decode.none-runs" in conflicts
 
 
-def test_r8_deterministic_mla_on_sm8x_is_refused_and_fixed():
+def test_r8_deterministic_mla_on_sm8x_avoids_fa3():
     args = {"enable_deterministic_inference": True}
-    conflicts = _conflicts(args, "a100", DSV3)
-    assert "conflict.kernel.fa3-mla-sm8x" in conflicts
-    _fixes_resolve(conflicts, args, "a100", DSV3)
+    res = resolve(args, platform="a100", model=DSV3)
+    # SGLang picks fa3, whose registry then refuses MLA on SM8x: the default is skipped with the evidence,
+    # and the next candidate (triton, which deterministic inference accepts) is taken
+    assert res.values["attention_backend"] == "triton"
+    skipped = [c for c in res.derivations["attention_backend"].candidates if c.outcome == "skipped"]
+    assert [c.value for c in skipped] == ["fa3"] and "R8" in skipped[0].why
+    assert "skipped (its kernel cannot run on sm80: R8" in res.explain("attention_backend")
+    # the same request on Hopper keeps SGLang's pick
+    assert resolve(args, platform="h100", model=DSV3).values["attention_backend"] == "fa3"
 
 
 @pytest.mark.parametrize("platform", ["a100", "b200", "rtx5090", "mi300x"])
@@ -98,13 +104,35 @@ def test_r12_flashmla_auto_as_decode_is_refused():
     assert resolve({"dsa_prefill_backend": "flashmla_auto"}, platform="h100", model=DSV32).ok
 
 
-def test_r13_r14_r15_r17():
-    assert "conflict.kernel.mxfp8-sm12x" in _conflicts({"kv_cache_dtype": "mxfp8", "attention_backend": "triton"}, "rtx5090", LLAMA)
-    assert "conflict.kernel.fa3-fp8-sm8x" in _conflicts({"attention_backend": "fa3", "kv_cache_dtype": "fp8_e4m3"}, "a100", LLAMA)
+def test_r13_mxfp8_on_sm12x_is_refused_once():
+    triton = _conflicts({"kv_cache_dtype": "mxfp8", "attention_backend": "triton"}, "rtx5090", LLAMA)
+    assert "conflict.kernel.mxfp8-sm12x" in triton
+    # with fa4 named, FA4's own adapter says it; the kv rule stays quiet (one cause, one conflict)
+    conflicts = _conflicts({"kv_cache_dtype": "mxfp8", "attention_backend": "fa4"}, "rtx5090", LLAMA)
+    assert set(conflicts) == {"conflict.kernel.attention.cannot-run"}
+    assert "R13" in conflicts["conflict.kernel.attention.cannot-run"].message
+    assert resolve({"kv_cache_dtype": "mxfp8", "attention_backend": "fa4"}, platform="b200", model=LLAMA).ok
+
+
+def test_r14_fa3_fp8_on_sm8x_is_refused_by_the_kv_narrowed_claim():
+    args = {"attention_backend": "fa3", "kv_cache_dtype": "fp8_e4m3"}
+    c = _conflicts(args, "a100", LLAMA)["conflict.kernel.attention.cannot-run"]
+    assert "R14" in c.message and "(KV fp8_e4m3)" in c.message
+    assert resolve({"attention_backend": "fa3", "kv_cache_dtype": "bfloat16"}, platform="a100", model=LLAMA).ok
+    assert resolve({"attention_backend": "fa3", "kv_cache_dtype": "fp8_e4m3"}, platform="h100", model=LLAMA).ok
+
+
+def test_r15_tilelang_nope_on_sm12x():
     nope = dict(GLM, qk_rope_head_dim=0)
     args = {"dsa_prefill_backend": "tilelang", "dsa_decode_backend": "tilelang", "kv_cache_dtype": "bfloat16"}
     assert "conflict.kernel.tilelang-bf16-sm12x-nope" in _conflicts(args, "rtx5090", nope)
-    assert "conflict.kernel.flashmla-fp8-e5m2" in _conflicts({"attention_backend": "flashmla", "kv_cache_dtype": "fp8_e5m2"}, "h100", DSV3)
+
+
+def test_r17_flashmla_e5m2():
+    args = {"attention_backend": "flashmla", "kv_cache_dtype": "fp8_e5m2"}
+    llama_like_mla = {"architectures": ["MiniCPM3ForCausalLM"], "kv_lora_rank": 256}
+    c = _conflicts(args, "h100", llama_like_mla)["conflict.kernel.attention.cannot-run"]
+    assert "R17" in c.message and "medium" in c.message
 
 
 def test_unknown_cells_are_neither_refused_nor_preferred():
@@ -205,3 +233,124 @@ def test_check_installed_counts_this_machines_packages(monkeypatch):
     assert skipped and "not installed here" in skipped[0].why
     assert res.outcome.facts["installed.flashinfer"].value is False
     assert "probed on this machine" in res.outcome.facts["installed.flashinfer"].origin
+
+
+# --- the adapters and the rules agree ----------------------------------------------------------------
+
+MLA_MODEL, MHA_MODEL = DSV3, LLAMA
+
+
+def _models_for(claim):
+    if claim.role.startswith("dsa"):
+        return [DSV32]
+    return {True: [MLA_MODEL], False: [MHA_MODEL], None: [MHA_MODEL, MLA_MODEL]}[claim.mla]
+
+
+def _claim_cases(status):
+    from resolver.adapters.base import ROLES
+
+    for adapter in registry().adapters:
+        for claim in adapter.claims:
+            if claim.status != status:
+                continue
+            for backend in claim.backends:
+                for platform in claim.platforms:
+                    for model in _models_for(claim):
+                        for kv in claim.kv_dtypes or (None,):
+                            args = {ROLES[claim.role]: backend, **({"kv_cache_dtype": kv} if kv else {})}
+                            yield pytest.param(args, platform, model, id=f"{adapter.name}-{backend}-{claim.role}-{platform}"
+                                               f"-{kv or 'any'}-{model['architectures'][0]}")
+
+
+@pytest.mark.parametrize("args, platform, model", list(_claim_cases("refused")))
+def test_what_an_adapter_says_sglang_refuses_the_rules_refuse(args, platform, model):
+    """A "refused" claim (kernels.md Nr at resolution) must be backed by one of SGLang's own rules:
+    a conflict from a rule outside rules/kernels.yaml, or a rewrite of the value."""
+    option, backend = next(iter(args.items()))
+    try:
+        res = resolve(args, platform=platform, model=model)
+    except ConflictError as exc:
+        assert any(not c.rule.file.endswith("kernels.yaml") for c in exc.conflicts), [c.rule.id for c in exc.conflicts]
+    else:
+        assert res.values[option] != backend, f"{backend} accepted on {platform}"
+
+
+@pytest.mark.parametrize("args, platform, model", list(_claim_cases("supported"))[::7])
+def test_a_supported_claim_is_never_refused_by_a_kernel_rule(args, platform, model):
+    """Kernel facts never refuse a Y cell (kernels.md 0.4): whatever else happens, no conflict.kernel.*
+    rule fires on the option the claim is about (a sample of every 7th case keeps this fast)."""
+    option = next(iter(args))
+    try:
+        resolve(args, platform=platform, model=model)
+    except ConflictError as exc:
+        kernel = [c.rule.id for c in exc.conflicts if c.rule.id.startswith("conflict.kernel.") and option in c.options]
+        assert not [k for k in kernel if "cannot-run" in k], kernel
+
+
+def _page_cases():
+    from resolver.adapters.base import ROLES
+
+    for adapter in registry().adapters:
+        for lim in adapter.limits:
+            if lim.kind != "page_sizes":
+                continue
+            for backend in lim.backends:
+                claim = next((c for c in adapter.claims if backend in c.backends and c.status == "supported"), None)
+                if claim is None or claim.role.startswith("dsa"):
+                    continue
+                yield pytest.param(ROLES[claim.role], backend, claim.platforms[0], lim.values, id=f"{backend}")
+
+
+@pytest.mark.parametrize("option, backend, platform, pages", list(_page_cases()))
+@pytest.mark.parametrize("asked", [None, 1, 16, 48, 256])
+def test_the_page_sizes_an_adapter_declares_are_the_ones_the_rules_produce(option, backend, platform, pages, asked):
+    """Whatever page size is asked for, where the backend resolves, the page size is one its adapter declares."""
+    args = {option: backend, **({"page_size": asked} if asked else {})}
+    for model in (MHA_MODEL, MLA_MODEL):
+        try:
+            res = resolve(args, platform=platform, model=model)
+        except ConflictError:
+            continue
+        if res.values[option] == backend:
+            assert res.values["page_size"] in pages, (model["architectures"], res.values["page_size"])
+
+
+@pytest.mark.parametrize("args, platform, model, rule, evidence", [
+    ({"attention_backend": "hpc_ops"}, "b200", LLAMA, "conflict.kernel.attention.cannot-run", "S23"),
+    ({"attention_backend": "aiter"}, "h100", LLAMA, "conflict.kernel.attention.cannot-run", "U8"),
+    ({"attention_backend": "intel_xpu"}, "h100", LLAMA, "conflict.kernel.attention.cannot-run", "U9"),
+    ({"attention_backend": "fa3"}, "b200", LLAMA, "conflict.kernel.attention.cannot-run", "B3"),
+    ({"attention_backend": "fa4", "kv_cache_dtype": "fp8_e4m3"}, "h100", LLAMA, "conflict.kernel.attention.cannot-run", "S17"),
+    ({"attention_backend": "flashinfer"}, "mi300x", LLAMA, "conflict.kernel.attention.cannot-run", "B13"),
+    ({"dsa_prefill_backend": "triton_sparse_mla"}, "mi300x", DSV32, "conflict.kernel.dsa-prefill.cannot-run", "S11"),
+    ({"speculative_algorithm": "EAGLE", "speculative_draft_attention_backend": "fa3"}, "b200", LLAMA,
+     "conflict.kernel.draft-attention.cannot-run", "B3"),
+])
+def test_each_family_refuses_what_its_kernels_cannot_run(args, platform, model, rule, evidence):
+    c = _conflicts(args, platform, model)[rule]
+    assert evidence in c.message and "[adapter " in c.message
+
+
+def test_decode_only_refusal_is_reported_once_and_on_the_decode_option():
+    conflicts = _conflicts({"attention_backend": "triton", "decode_attention_backend": "flashmla"}, "b200", DSV3)
+    assert "conflict.kernel.decode-attention.cannot-run" in conflicts
+    assert "conflict.kernel.attention.cannot-run" not in conflicts
+    # when --attention-backend itself cannot run, prefill and decode (inheriting it) are not reported again
+    conflicts = _conflicts({"attention_backend": "flashmla"}, "b200", DSV3)
+    assert "conflict.kernel.decode-attention.cannot-run" not in conflicts
+
+
+def test_kernels_subcommand_filters_by_backend_and_shows_limits():
+    out = io.StringIO()
+    assert main(["kernels", "trtllm_mla"], out, io.StringIO()) == 0
+    text = out.getvalue()
+    assert text.startswith("flashinfer-trtllm (built-in)") and "page sizes: 32, 64" in text and "trtllm_mha" not in text
+    assert "refused by SGLang's own checks on sm80" in text
+    err = io.StringIO()
+    assert main(["kernels", "trtllm_ml"], io.StringIO(), err) == 2
+    assert "did you mean 'trtllm_mla'" in err.getvalue()
+    out = io.StringIO()
+    assert main(["kernels", "fa3", "--format", "json"], out, io.StringIO()) == 0
+    (fa3,) = json.loads(out.getvalue())["adapters"]
+    assert fa3["compiled_backends"] == ["fa3"] and {"kind": "head_dims"}.items() <= fa3["limits"][1].items()
+    assert any(c["kv_dtypes"] == ["fp8_e4m3"] and c["status"] == "unsupported" for c in fa3["claims"])

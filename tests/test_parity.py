@@ -23,8 +23,10 @@ DIVERGENCE_RULES = {
     **{rule: "K" for rule in (
         "conflict.kernel.dsa-prefill.cannot-run", "conflict.kernel.dsa-decode.cannot-run",
         "conflict.kernel.attention.cannot-run", "conflict.kernel.dsa-prefill.none-runs",
-        "conflict.kernel.dsa-decode.none-runs", "conflict.kernel.fa3-mla-sm8x", "conflict.kernel.fa3-fp8-sm8x",
-        "conflict.kernel.mxfp8-sm12x", "conflict.kernel.flashmla-fp8-e5m2", "conflict.kernel.tilelang-bf16-sm12x-nope")},
+        "conflict.kernel.dsa-decode.none-runs", "conflict.kernel.attention.none-runs",
+        "conflict.kernel.prefill-attention.cannot-run", "conflict.kernel.decode-attention.cannot-run",
+        "conflict.kernel.draft-attention.cannot-run", "conflict.kernel.mxfp8-sm12x",
+        "conflict.kernel.tilelang-bf16-sm12x-nope")},
 }
 
 GROUPS = ("dsa", "dsa_sink", "dsa_page", "hisparse",  # the core issue

@@ -5,3 +5,5 @@ SM10X = ("sm100", "sm103")
 SM12X = ("sm120", "sm121")
 ROCM = ("gfx942", "gfx950")
 CUDA = SM8X + SM90 + SM10X + SM12X
+ALL = CUDA + ROCM
+BF16 = ("auto", "bf16", "bfloat16")  # "auto" stores the model dtype (bf16 for the models in scope)

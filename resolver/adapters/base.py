@@ -1,33 +1,48 @@
 """What a kernel adapter declares, and the checks made when it is registered.
 
 An adapter is data: the backend names a kernel family serves, in which role, and per target
-platform whether that kernel runs there ("supported" / "unsupported"), each claim with its
-evidence and strength; plus a probe of whether the family's package is installed.  A platform
-an adapter does not mention is *unknown*: neither refused nor preferred.  Adapters only
+platform whether that kernel runs there, each claim with its evidence and strength, optionally
+narrowed to some KV-cache dtypes or to MLA / non-MLA models; its limits (KV dtypes, page sizes,
+head dims) as reported facts; and a probe of whether the family's package is installed, its
+version and, for ahead-of-time builds, the GPU architectures it was compiled for.
+
+Statuses follow shared/reference/kernels.md 0.3: "supported" (Y), "unsupported" (N: no kernel,
+an assertion, a crash), "refused" (Nr: SGLang 0.5.23's own resolution refuses or rewrites it, so
+a rule in rules/ already says so; the adapter records the kernel-side reason).  A combination
+no claim mentions is *unknown*: neither refused nor preferred (kernels.md 0.4).  Adapters only
 report; what follows from a report is decided by rules (``rules/kernels.yaml``).
 """
 from __future__ import annotations
 
+import dataclasses
+import glob
 import importlib.metadata
 import importlib.util
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import ResolverError
 from ..platforms import PLATFORMS
 
-__all__ = ["AdapterError", "Claim", "KernelAdapter", "Probe", "ROLES", "STATUSES", "package_probe"]
+__all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "package_probe"]
 
 #: role -> the option whose value names the backend in that role
 ROLES = {
     "attention": "attention_backend",
     "attention_prefill": "prefill_attention_backend",
     "attention_decode": "decode_attention_backend",
+    "draft": "speculative_draft_attention_backend",
     "dsa_prefill": "dsa_prefill_backend",
     "dsa_decode": "dsa_decode_backend",
 }
-STATUSES = ("supported", "unsupported")
+#: a role with no claim of its own reads the claims of this one (the same kernel serves both)
+ROLE_FALLBACK = {"attention_prefill": "attention", "attention_decode": "attention", "draft": "attention"}
+STATUSES = ("supported", "unsupported", "refused")
 STRENGTHS = ("strong", "medium", "weak")
+#: KV-cache dtypes a claim or limit may name (the contract's --kv-cache-dtype values)
+KV_DTYPES = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16")
+LIMIT_KINDS = ("kv_dtypes", "page_sizes", "head_dims")
 _PLATFORM_NAMES = {p.name for p in PLATFORMS}
 
 
@@ -37,7 +52,9 @@ class AdapterError(ResolverError):
 
 @dataclass(frozen=True)
 class Claim:
-    """``backends`` in ``role`` is ``status`` on ``platforms``, per ``evidence``."""
+    """``backends`` in ``role`` is ``status`` on ``platforms``, per ``evidence``; only for the KV
+    dtypes in ``kv_dtypes`` and for MLA (``mla=True``) or other (``False``) models, when given.
+    A narrower claim (more qualifiers) wins over a broader one for the same backend and platform."""
 
     role: str
     backends: tuple[str, ...]
@@ -45,6 +62,37 @@ class Claim:
     platforms: tuple[str, ...]
     evidence: str
     strength: str = "strong"
+    kv_dtypes: tuple[str, ...] | None = None
+    mla: bool | None = None
+
+    def applies(self, kv_dtype: str | None, mla: bool | None) -> bool:
+        if self.kv_dtypes is not None and kv_dtype not in self.kv_dtypes:
+            return False
+        return self.mla is None or self.mla == mla
+
+    @property
+    def specificity(self) -> int:
+        return (self.kv_dtypes is not None) + (self.mla is not None)
+
+    def scope(self) -> str:
+        parts = []
+        if self.kv_dtypes is not None:
+            parts.append("KV " + "/".join(self.kv_dtypes))
+        if self.mla is not None:
+            parts.append("MLA models" if self.mla else "non-MLA models")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """What ``backends`` accept of one kind (``kv_dtypes``, ``page_sizes``, ``head_dims``), reported
+    for operators and checked against the rules by the tests; ``note`` says what the values mean."""
+
+    backends: tuple[str, ...]
+    kind: str
+    values: tuple
+    evidence: str
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,6 +100,9 @@ class Probe:
     installed: bool
     version: str | None = None
     detail: str = ""
+    #: SM numbers (90, 100, ...) the installed binary has GPU code for; None when not read (JIT, or no binary)
+    archs: tuple[int, ...] | None = None
+    ptx: bool = False  # the binary also carries PTX (loadable on newer GPUs through the driver's JIT)
 
 
 @dataclass(frozen=True)
@@ -62,9 +113,13 @@ class KernelAdapter:
     claims: tuple[Claim, ...]
     probe: Callable[[], Probe] = field(default=lambda: Probe(False, None, "no probe"), compare=False)
     source: str = "built-in"  # or the entry point that provided it
+    limits: tuple[Limit, ...] = ()
+    #: backends whose GPU code is in the binary the probe reads (its compiled archs bound where they run)
+    compiled_backends: tuple[str, ...] = ()
 
     def serves(self) -> dict[str, tuple[str, ...]]:
-        out: dict[str, set[str]] = {}
+        """backend -> the roles it has claims in (a backend with limits only has none: unknown everywhere)"""
+        out: dict[str, set[str]] = {b: set() for lim in self.limits for b in lim.backends}
         for c in self.claims:
             for b in c.backends:
                 out.setdefault(b, set()).add(c.role)
@@ -92,19 +147,54 @@ def validate(adapter: object, origin: str) -> KernelAdapter:
             raise AdapterError(f"{where}: unknown platform(s) {unknown}")
         if not c.backends or not c.evidence:
             raise AdapterError(f"{where}: every claim names its backends and its evidence")
+        if c.kv_dtypes is not None and (not c.kv_dtypes or set(c.kv_dtypes) - set(KV_DTYPES)):
+            raise AdapterError(f"{where}: unknown KV dtype(s) in {c.kv_dtypes} (known: {', '.join(KV_DTYPES)})")
+        if c.mla not in (None, True, False):
+            raise AdapterError(f"{where}: mla must be true, false or absent, got {c.mla!r}")
+    for lim in adapter.limits:
+        if not isinstance(lim, Limit) or lim.kind not in LIMIT_KINDS or not lim.backends or not lim.evidence:
+            raise AdapterError(f"{where}: {lim!r} is not a Limit of a known kind ({', '.join(LIMIT_KINDS)}) "
+                               "with backends and evidence")
+        if lim.kind == "kv_dtypes" and set(lim.values) - set(KV_DTYPES):
+            raise AdapterError(f"{where}: unknown KV dtype(s) in limit {lim.values}")
+        if lim.kind == "page_sizes" and not all(isinstance(v, int) and v > 0 for v in lim.values):
+            raise AdapterError(f"{where}: page sizes must be positive integers, got {lim.values}")
     return adapter
 
 
-def package_probe(distribution: str, module: str) -> Callable[[], Probe]:
-    """A probe that finds a package without importing it (importing would load CUDA libraries)."""
+def package_probe(distribution: str, module: str, binary: str | None = None) -> Callable[[], Probe]:
+    """A probe that finds a package without importing it (importing would load CUDA libraries).
+
+    ``binary``, a glob under the package's directory (e.g. ``_C_legacy*.so``), names the
+    ahead-of-time library whose compiled GPU architectures are read from its file."""
 
     def probe() -> Probe:
-        if importlib.util.find_spec(module) is None:
+        spec = importlib.util.find_spec(module)  # a top-level name: finds it without importing it
+        if spec is None:
             return Probe(False, None, f"module {module} not found")
         try:
             version = importlib.metadata.version(distribution)
         except importlib.metadata.PackageNotFoundError:
             version = None
-        return Probe(True, version, f"module {module} found")
+        if binary is None:
+            return Probe(True, version, f"module {module} found")
+        return _with_gpu_code(Probe(True, version, f"module {module} found"), spec, binary)
 
     return probe
+
+
+def _with_gpu_code(probe: Probe, spec, binary: str) -> Probe:
+    from .fatbin import FatbinError, read_gpu_code  # pyelftools only when a binary is probed
+
+    files = sorted(f for d in (spec.submodule_search_locations or ()) for f in glob.glob(os.path.join(d, binary)))
+    if not files:
+        return dataclasses.replace(probe, detail=f"{probe.detail}; no {binary} in it")
+    try:
+        code = read_gpu_code(files[0])
+    except FatbinError as exc:
+        return dataclasses.replace(probe, detail=f"{probe.detail}; compiled archs unread: {exc}")
+    name = os.path.basename(files[0])
+    if code is None:
+        return dataclasses.replace(probe, detail=f"{probe.detail}; {name} has no GPU code section")
+    return dataclasses.replace(probe, detail=f"{probe.detail}; {name}: {code.describe()}", archs=code.sass,
+                               ptx=bool(code.ptx))

@@ -2,7 +2,7 @@
 use them is a rule (rules/kernels.yaml, divergence D2); here only where the kernels exist.
 Evidence: shared/reference/kernels.md section 2.6."""
 from ._platforms import ROCM, SM8X, SM10X, SM12X, SM90
-from .base import Claim, KernelAdapter, package_probe
+from .base import Claim, KernelAdapter, Limit, package_probe
 
 _WHY = "B10: flashinfer 0.7.2 _sparse_mla_sm120 is declared for CC 120/121 only; S6: SGLang refuses it elsewhere"
 
@@ -16,5 +16,6 @@ ADAPTER = KernelAdapter(
         for status, platforms, why in (("supported", SM12X, "B10: kernels for CC 120/121"),
                                        ("unsupported", SM8X + SM90 + SM10X + ROCM, _WHY))
     ),
+    limits=(Limit(("flashinfer_sparse_mla",), "kv_dtypes", ("fp8_e4m3",), "S6", "GLM's packed fp8 layout"),),
     probe=package_probe("flashinfer-python", "flashinfer"),
 )

@@ -8,22 +8,26 @@ sorted by name, so a kernel package's own (newer) claim overrides the built-in o
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
 import threading
 from dataclasses import dataclass
 
-from .base import AdapterError, Claim, KernelAdapter, Probe, validate
+from ..platforms import PLATFORMS
+from .base import ROLE_FALLBACK, AdapterError, Claim, KernelAdapter, Probe, validate
 
 __all__ = ["Registry", "registry", "reload_registry", "GROUP"]
 
 GROUP = "resolver.kernels"
-_BUILTIN = ("flashmla", "trtllm", "fa3", "flashinfer_sparse_mla", "dsa_portable")
+_BUILTIN = ("flashmla", "fa3", "fa4", "flashinfer", "trtllm", "flashinfer_sparse_mla", "tilelang", "triton", "aiter",
+            "intel_xpu", "torch_native", "hpc_ops")
+_PLATFORM = {p.name: p for p in PLATFORMS}
 
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str  # supported | unsupported | unknown
+    status: str  # supported | unsupported | refused | unknown
     why: str  # the evidence, with the adapter that claims it
 
     def to_dict(self):
@@ -36,25 +40,42 @@ class Registry:
         self.errors = errors
         #: adapter name -> Probe, when the local machine's packages count (--platform auto / --check-installed)
         self.probed = probed
-        self._index: dict[tuple[str, str, str], tuple[Claim, KernelAdapter]] = {}
+        #: (role, backend, platform) -> the claims about it, in load order
+        self._index: dict[tuple[str, str, str], list[tuple[Claim, KernelAdapter]]] = {}
         for adapter in adapters:
             for claim in adapter.claims:
                 for backend in claim.backends:
                     for platform in claim.platforms:
-                        self._index[(claim.role, backend, platform)] = (claim, adapter)
+                        self._index.setdefault((claim.role, backend, platform), []).append((claim, adapter))
 
-    def verdict(self, role: str, backend: str | None, platform: str) -> Verdict:
+    def claim(self, role: str, backend: str, platform: str, kv_dtype: str | None = None,
+              mla: bool | None = None) -> tuple[Claim, KernelAdapter] | None:
+        """The claim that decides: the narrowest one that applies, the last loaded among equals (so a
+        kernel package's own adapter overrides a built-in one); a role without claims of its own
+        reads its fallback role's (prefill, decode and draft attention run the attention kernels)."""
+        for r in (role, ROLE_FALLBACK.get(role)):
+            hits = [(i, c, a) for i, (c, a) in enumerate(self._index.get((r, backend, platform), ()))
+                    if c.applies(kv_dtype, mla)]
+            if hits:
+                _, claim, adapter = max(hits, key=lambda h: (h[1].specificity, h[0]))
+                return claim, adapter
+        return None
+
+    def verdict(self, role: str, backend: str | None, platform: str, kv_dtype: str | None = None,
+                mla: bool | None = None) -> Verdict:
         if backend is None:
             return Verdict("unknown", "no backend")
-        hit = self._index.get((role, backend, platform))
+        hit = self.claim(role, backend, platform, kv_dtype, mla)
         if hit is None:
             return Verdict("unknown", f"no adapter declares {backend} ({role}) on {platform}")
         claim, adapter = hit
         probe = (self.probed or {}).get(adapter.name)
-        if claim.status == "supported" and isinstance(probe, Probe) and not probe.installed:
-            return Verdict("unsupported", f"its package {adapter.package} is not installed here ({probe.detail}) "
-                                          f"[adapter {adapter.name}, {adapter.source}; probed]")
-        return Verdict(claim.status, f"{claim.evidence} [adapter {adapter.name}, {adapter.source}; {claim.strength}]")
+        if claim.status == "supported" and isinstance(probe, Probe):
+            missing = _not_runnable_here(adapter, probe, backend, platform)
+            if missing:
+                return Verdict("unsupported", f"{missing} [adapter {adapter.name}, {adapter.source}; probed]")
+        scope = f" ({claim.scope()})" if claim.scope() else ""
+        return Verdict(claim.status, f"{claim.evidence}{scope} [adapter {adapter.name}, {adapter.source}; {claim.strength}]")
 
     def checking_installed(self) -> "Registry":
         """The same claims, with this machine's probes counting (a missing package cannot run)."""
@@ -70,18 +91,33 @@ class Registry:
         return out
 
 
+def _not_runnable_here(adapter: KernelAdapter, probe: Probe, backend: str, platform: str) -> str:
+    """Why this machine's install cannot run ``backend`` on ``platform`` ("" if nothing says so)."""
+    if not probe.installed:
+        return f"its package {adapter.package} is not installed here ({probe.detail})"
+    target = _PLATFORM.get(platform)
+    if backend in adapter.compiled_backends and probe.archs is not None and not probe.ptx and target is not None \
+            and target.vendor == "nvidia" and not any(sm // 10 == target.major for sm in probe.archs):
+        # no SASS of the device's major and no PTX: the driver cannot load it (kernels.md 0.5)
+        built = ", ".join(f"sm_{sm}" for sm in probe.archs) or "no GPU"
+        return (f"the installed {adapter.package} {probe.version or ''} has {built} code only and no PTX "
+                f"({probe.detail})").replace("  ", " ")
+    return ""
+
+
+def _builtin_adapters() -> list[KernelAdapter]:
+    return [validate(importlib.import_module(f"{__package__}.{module}").ADAPTER, "built-in") for module in _BUILTIN]
+
+
 def _load() -> Registry:
-    adapters: list[KernelAdapter] = []
+    adapters = _builtin_adapters()
     errors: list[AdapterError] = []
-    for module in _BUILTIN:
-        adapters.append(validate(importlib.import_module(f"{__package__}.{module}").ADAPTER, "built-in"))
     for ep in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name):
         origin = f"entry point {ep.name} = {ep.value}"
         try:
             obj = ep.load()
             adapter = validate(obj, origin)
-            adapters.append(KernelAdapter(adapter.name, adapter.family, adapter.package, adapter.claims, adapter.probe,
-                                          origin))
+            adapters.append(dataclasses.replace(adapter, source=origin))
         except AdapterError as exc:
             errors.append(exc)
         except Exception as exc:  # noqa: BLE001 - a broken third-party package must not stop the others

@@ -1,0 +1,31 @@
+"""SGLang's Triton kernels: the ``triton`` attention backend, the ROCm DSA ``triton`` backend and
+the DSA prefill ``triton_sparse_mla``.  Evidence: shared/reference/kernels.md section 2.9."""
+from ._platforms import ALL, BF16, CUDA, ROCM, SM8X, SM12X, SM90
+from .base import Claim, KernelAdapter, Limit, package_probe
+
+ADAPTER = KernelAdapter(
+    name="triton",
+    family="Triton kernels (JIT): dense attention and DSA",
+    package="triton",
+    claims=(
+        Claim("attention", ("triton",), "supported", ALL,
+              "matrix 3, U10: SGLang's own default for MLA on SM8x/SM12x and the ROCm fallback", kv_dtypes=BF16),
+        Claim("attention", ("triton",), "supported", CUDA,
+              "S32: SGLang's fp8_e5m2 fallback for fa3; the kernels dequantize in-kernel", kv_dtypes=("fp8_e5m2",)),
+        # fp8_e4m3 is unknown: Triton's fp8e4nv needs capability >= 8.9 (U11) but SGLang was not seen failing
+        Claim("dsa_prefill", ("triton",), "refused", CUDA, "S28: \"The triton DSA backend is only supported on ROCm/HIP.\""),
+        Claim("dsa_decode", ("triton",), "refused", CUDA, "S28: \"The triton DSA backend is only supported on ROCm/HIP.\""),
+        Claim("dsa_prefill", ("triton",), "supported", ROCM, "S28, M10: the HIP DSA default"),
+        Claim("dsa_decode", ("triton",), "supported", ROCM, "S28, M10: the HIP DSA default"),
+        Claim("dsa_prefill", ("triton_sparse_mla",), "supported", SM90 + SM12X, "S11, S39: tuned for SM90, SM120, SM121"),
+        Claim("dsa_prefill", ("triton_sparse_mla",), "unsupported", SM8X + ROCM,
+              "S11: CUDA capability major >= 9 only (refused at backend construction)"),
+    ),
+    limits=(
+        Limit(("triton",), "kv_dtypes", ("auto", "bf16", "bfloat16", "fp8_e5m2"), "matrix 3, S32, U10",
+              "fp8_e4m3: the code dequantizes in-kernel, the docs say unsupported: unknown"),
+        Limit(("triton_sparse_mla",), "kv_dtypes", ("auto", "bf16", "bfloat16", "fp8_e4m3"), "S11",
+              "a bf16 kernel; an fp8 pool is dequantized"),
+    ),
+    probe=package_probe("triton", "triton"),
+)

@@ -116,4 +116,14 @@ def _adapter_row(a, probe) -> dict:
     }
 
 
-SUBCOMMANDS = {"platforms": platforms, "kernels": kernels}
+def _lazy(module: str, name: str):
+    def run(argv: list[str], out: TextIO) -> int:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{module}"), name)(argv, out)
+
+    return run
+
+
+SUBCOMMANDS = {"platforms": platforms, "kernels": kernels, "lint": _lazy("lint", "lint"),
+               "matrix": _lazy("matrix", "matrix")}

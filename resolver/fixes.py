@@ -283,7 +283,7 @@ def _describe_change(pack, flags, set_, unset, keep, user) -> str:
     return text[0].upper() + text[1:]
 
 
-def _options_behind(pack: RulePack, names) -> set[str]:
+def options_behind(pack: RulePack, names) -> set[str]:
     """The options a condition reads, directly or through derived and kernel facts."""
     out: set[str] = set()
     todo, seen = list(names), set()
@@ -304,7 +304,7 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
     """Smallest changes to other options, among those the failing rules read, that resolve."""
     user = trial.request.args
     before = {c.rule.id for c in outcome.conflicts}
-    read = _options_behind(pack, rule.when.names())
+    read = options_behind(pack, rule.when.names())
     read.discard(rule.option)
     # two changes only to keep a choice the user made; otherwise one change (or omit it) is enough
     max_size = 2 if rule.option in user else 1

@@ -1,0 +1,157 @@
+"""The exhaustive sweep of ``resolve lint``: real requests over platforms x model kinds x KV dtypes
+x the explicit choices that matter, each resolved with its fixes, each fix resolved again.
+
+What must hold: no request crashes; with nothing set, every platform and model kind resolves or
+conflicts only for a kernel reason (no kernel for it there); every conflicted request offers a
+fix (a fix resolves the whole request, so one is a way out), and every fix resolves.  Findings are grouped by check and rule, with a count and one example.
+"""
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Any
+
+from .errors import ResolverError
+
+__all__ = ["MODEL_KINDS", "SweepReport", "requests", "run_sweep"]
+
+#: representative config.json of each model kind the rules tell apart
+MODEL_KINDS: dict[str, dict[str, Any]] = {
+    "mha": {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 128},
+    "mha-sinks": {"architectures": ["GptOssForCausalLM"], "num_attention_heads": 64, "num_key_value_heads": 8,
+                  "head_dim": 64},
+    "mla": {"architectures": ["DeepseekV3ForCausalLM"], "kv_lora_rank": 512, "num_key_value_heads": 128,
+            "qk_rope_head_dim": 64},
+    "dsa": {"architectures": ["DeepseekV32ForCausalLM"], "index_topk": 2048, "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64},
+    "dsa-glm": {"architectures": ["GlmMoeDsaForCausalLM"], "index_topk": 2048, "kv_lora_rank": 512,
+                "qk_rope_head_dim": 64},
+}
+_DSA_KINDS = ("dsa", "dsa-glm")
+#: options turned on by themselves (with what they need)
+_SWITCHES = ({"enable_hisparse": True, "disable_radix_cache": True},
+             {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1})
+
+
+@dataclass
+class SweepReport:
+    requests: int = 0
+    resolved: int = 0
+    conflicts: int = 0
+    fixes_checked: int = 0
+    seconds: float = 0.0
+    jobs: int = 1
+    #: (check, rule id or "", file, line) -> [count, message, example request]
+    problems: dict[tuple, list] = field(default_factory=dict)
+
+    def add(self, check: str, rule, message: str, request: dict) -> None:
+        key = (check, rule.id if rule else "", rule.file if rule else "-", rule.line if rule else 0)
+        entry = self.problems.setdefault(key, [0, message, request])
+        entry[0] += 1
+
+    def merge(self, other: "SweepReport") -> None:
+        for name in ("requests", "resolved", "conflicts", "fixes_checked"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for key, (count, message, example) in other.problems.items():
+            entry = self.problems.setdefault(key, [0, message, example])
+            entry[0] += count
+
+
+def _served(role_prefix: str) -> list[str]:
+    from .adapters import registry
+
+    return sorted({b for a in registry().adapters for c in a.claims if c.role.startswith(role_prefix)
+                   for b in c.backends})
+
+
+def requests(pack) -> list[dict[str, Any]]:
+    """Every request of the sweep, in a fixed order."""
+    from .platforms import PLATFORMS
+
+    kv_values = [None] + [v for v in pack.options["kv_cache_dtype"].choices if v not in
+                          pack.options["kv_cache_dtype"].unset_values]
+    attention = [v for v in _served("attention") if v in pack.options["attention_backend"].choices]
+    choices: dict[str, list[dict[str, Any]]] = {
+        kind: [{}] + [{"attention_backend": v} for v in attention] + list(_SWITCHES) for kind in MODEL_KINDS}
+    for kind in _DSA_KINDS:
+        for option in ("dsa_prefill_backend", "dsa_decode_backend"):
+            served = _served(option.removesuffix("_backend"))  # dsa_prefill, dsa_decode: the roles
+            choices[kind] += [{option: v} for v in served if v in pack.options[option].choices]
+    out = []
+    for platform in PLATFORMS:
+        for kind, model in MODEL_KINDS.items():
+            for kv in kv_values:
+                for choice in choices[kind]:
+                    args = dict(choice, **({"kv_cache_dtype": kv} if kv else {}))
+                    out.append({"platform": platform.name, "model_kind": kind, "args": args})
+    return out
+
+
+def _check_one(engine, req: dict, report: SweepReport) -> None:
+    from .api import resolve_request
+
+    model = MODEL_KINDS[req["model_kind"]]
+    report.requests += 1
+    try:
+        res = resolve_request(engine, platform=req["platform"], args=req["args"], model=model)
+    except ResolverError as exc:
+        report.add("sweep-crash", None, f"{type(exc).__name__}: {exc}", req)
+        return
+    except Exception:  # noqa: BLE001 - a crash is exactly what the sweep looks for
+        report.add("sweep-crash", None, traceback.format_exc(limit=3).strip().splitlines()[-1], req)
+        return
+    if res.ok:
+        report.resolved += 1
+        return
+    report.conflicts += 1
+    if not req["args"]:
+        for c in res.conflicts:
+            if not any(f.source == "kernel" for f in c.facts):
+                report.add("sweep-default-conflict", c.rule,
+                           f"{req['model_kind']} on {req['platform']} with nothing set conflicts: {c.message}", req)
+    if not any(c.fixes for c in res.conflicts):  # one way out is enough; a fix resolves the whole request
+        first = res.conflicts[0]
+        report.add("sweep-no-fix", first.rule, f"no fix for {', '.join(c.rule.id for c in res.conflicts)}", req)
+    for c in res.conflicts:
+        for fix in c.fixes:
+            report.fixes_checked += 1
+            fixed = {k: v for k, v in req["args"].items() if k not in fix.unset}
+            fixed.update(fix.set)
+            again = resolve_request(engine, platform=req["platform"], args=fixed, model=model, fixes=False)
+            if not again.ok:
+                report.add("sweep-bad-fix", c.rule, f"fix '{' '.join(fix.argv)}' of {c.rule.id} does not resolve "
+                           f"(still: {', '.join(x.rule.id for x in again.conflicts)})", req)
+
+
+def _worker(rules: str | None, chunk: list[dict]) -> SweepReport:
+    from .api import get_engine
+
+    engine = get_engine(rules)
+    report = SweepReport()
+    for req in chunk:
+        _check_one(engine, req, report)
+    return report
+
+
+def run_sweep(rules: str | None, pack, jobs: int | None = None, only=None) -> SweepReport:
+    """Run every request (or those ``only`` keeps); ``jobs`` processes (default: one per usable CPU)."""
+    todo = [r for r in requests(pack) if only is None or only(r)]
+    if not jobs:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    start = time.perf_counter()
+    report = SweepReport(jobs=jobs)
+    if jobs == 1:
+        report.merge(_worker(rules, todo))
+    else:
+        # a fresh interpreter per worker: each builds its own durable-rules engine (no state shared by fork)
+        chunks = [c for c in (todo[i::jobs * 4] for i in range(jobs * 4)) if c]
+        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+            for part in pool.map(_worker, [rules] * len(chunks), chunks):
+                report.merge(part)
+    report.seconds = time.perf_counter() - start
+    return report

@@ -53,6 +53,7 @@ def resolve_line(engine: Engine, line: str, strict: bool = False) -> dict[str, A
 
 def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = False, strict: bool = False) -> int:
     counts = {"resolved": 0, "conflict": 0, "error": 0}
+    by_rule: dict[str, int] = {}
     worst = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -63,8 +64,28 @@ def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = F
         counts[result["status"]] += 1
         worst = max(worst, 3 if result.get("internal") else {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
         out.write(json.dumps(result, sort_keys=False) + "\n")
+        for c in result.get("conflicts", ()):
+            by_rule[c["rule"]["id"]] = by_rule.get(c["rule"]["id"], 0) + 1
         if explain and result["status"] != "resolved":
-            reason = result.get("error") or "; ".join(c["message"] for c in result["conflicts"])
-            err.write(f"{result['id']}: {result['status']}: {reason}\n")
+            _explain_line(result, number, err, engine.pack.options)
     err.write(f"batch: {counts['resolved']} resolved, {counts['conflict']} conflicted, {counts['error']} failed\n")
+    if explain and by_rule:
+        err.write("conflicts by rule:\n")
+        err.writelines(f"  {n:>5} x {rule}\n" for rule, n in sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0])))
     return worst
+
+
+def _explain_line(result: dict, number: int, err: TextIO, options) -> None:
+    """Why one request of a fleet did not resolve: each conflict with its rule, root cause and first fix."""
+    name = result["id"] if result["id"] is not None else f"line {number}"
+    if result["status"] == "error":
+        err.write(f"{name}: error: {result['error']}\n")
+        return
+    err.write(f"{name}: conflict\n")
+    for c in result["conflicts"]:
+        err.write(f"  - [{c['rule']['id']}] {c['message']}\n    root cause: {c['root_cause']}\n")
+        if c["fixes"]:
+            fix = c["fixes"][0]
+            removed = " ".join(options[n].flag if n in options else n for n in fix["unset"])
+            how = "; ".join(x for x in (" ".join(fix["argv"]), f"remove {removed}" if removed else "") if x)
+            err.write(f"    fix: {how}" + (f" ({len(c['fixes']) - 1} more)" if len(c["fixes"]) > 1 else "") + "\n")

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from .api import Engine, get_engine, resolve_request
 from .errors import ConflictError, InputError, ResolverError
-from .explain import render_text
+from .explain import Style, render_text
 from .rules import RulePack
 
 __all__ = ["main", "build_parser"]
@@ -66,6 +66,8 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     o.add_argument("--explain", nargs="?", const=True, default=False, metavar="OPTION",
                    help="say why each value is what it is (or only OPTION's)")
     o.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    o.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="colour the text output: auto (default) colours a terminal unless NO_COLOR is set")
     o.add_argument("--strict", action="store_true",
                    help="refuse any change to a value you typed (e.g. a page-size snap) instead of warning")
     o.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
@@ -88,7 +90,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
 def _flag_names(pack: RulePack) -> list[str]:
     names = ["--platform", "--compute-capability", "--vendor", "--model-config", "--model-arch", "--installed", "--strict",
              "--check-installed",
-             "--explain", "--format", "--rules", "--batch", "--help"]
+             "--explain", "--format", "--color", "--rules", "--batch", "--help"]
     for opt in pack.options.values():
         names += [opt.flag, *opt.aliases]
     return names
@@ -144,7 +146,7 @@ def _emit(res, ns, out: TextIO) -> int:
     if ns.format == "json":
         out.write(json.dumps(res.to_dict(), indent=2, sort_keys=False) + "\n")
     else:
-        out.write(render_text(res, explain=bool(ns.explain), only=only))
+        out.write(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(out, ns.color)))
     return EXIT_CONFLICT if res.conflicts else EXIT_OK
 
 

@@ -126,4 +126,4 @@ def _lazy(module: str, name: str):
 
 
 SUBCOMMANDS = {"platforms": platforms, "kernels": kernels, "lint": _lazy("lint", "lint"),
-               "matrix": _lazy("matrix", "matrix")}
+               "matrix": _lazy("matrix", "matrix"), "diff": _lazy("diff", "diff")}

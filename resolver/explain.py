@@ -4,11 +4,14 @@ Both come from the same derivation data; the JSON keeps everything the text show
 """
 from __future__ import annotations
 
+import os
+import shutil
+import textwrap
 from typing import Any
 
 from .resolution import FactUse
 
-__all__ = ["render_text", "to_json_dict"]
+__all__ = ["Style", "render_text", "to_json_dict"]
 
 
 def _v(value: Any) -> str:
@@ -19,34 +22,77 @@ def _v(value: Any) -> str:
     return str(value)
 
 
-def _fact_line(f: FactUse, width: int) -> str:
-    return f"{f.name:<{width}} = {_v(f.value):<18} {f.source}: {f.origin}"
+class Style:
+    """How text is drawn: ANSI colour (only on a terminal, never with NO_COLOR) and a wrap width.
+
+    The defaults draw plain, unwrapped text, which is what golden files, logs and pipes get."""
+
+    _CODES = {"bad": "1;31", "good": "32", "rule": "2", "name": "1", "warn": "33", "head": "1"}
+
+    def __init__(self, colour: bool = False, width: int | None = None):
+        self.colour = colour
+        self.width = width if width and width >= 40 else None
+
+    @classmethod
+    def for_stream(cls, stream, mode: str = "auto") -> "Style":
+        tty = hasattr(stream, "isatty") and stream.isatty()
+        colour = mode == "always" or (mode == "auto" and tty and not os.environ.get("NO_COLOR")
+                                      and os.environ.get("TERM") != "dumb")
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() else (shutil.get_terminal_size().columns if tty else None)
+        return cls(colour, width)
+
+    def __call__(self, text: str, kind: str) -> str:
+        return f"\033[{self._CODES[kind]}m{text}\033[0m" if self.colour and text else text
+
+    def wrap(self, text: str, first: str, rest: str) -> list[str]:
+        """``text`` behind ``first``, continued behind ``rest`` when a width is known."""
+        if self.width is None:
+            return [first + text]
+        return textwrap.wrap(text, self.width, initial_indent=first, subsequent_indent=rest,
+                             break_on_hyphens=False) or [first]
 
 
-def _facts_block(facts, indent: str) -> list[str]:
-    if not facts:
-        return []
-    width = max(len(f.name) for f in facts)
-    return [indent + _fact_line(f, width) for f in facts]
+PLAIN = Style()
 
 
-def _chain(res, facts, indent: str) -> list[str]:
-    """The derived facts behind ``facts``, transitively, each shown once with what it read."""
-    out, seen = [], set()
-    todo = [f.name for f in facts if f.source == "derived"]
-    while todo:
-        name = todo.pop(0)
-        if name in seen:
-            continue
-        seen.add(name)
-        d = res.outcome.derivations[name]
-        reads = ", ".join(f"{f.name}={_v(f.value)}" for f in d.facts) or "none of its branches matched"
-        out.append(f"{indent}{name} = {_v(d.value)} by {d.rule}: {reads}")
-        todo += [f.name for f in d.facts if f.source == "derived"]
-    return out
+def _origin(f: FactUse) -> str:
+    return f"{f.source}: {f.origin}"
 
 
-def render_text(res, explain: bool = False, only: str | None = None) -> str:
+class _Tree:
+    """The facts behind a value or a conflict, as a tree: a derived fact's children are the facts
+    its rule read.  A derived fact already drawn (here or in an earlier conflict) is drawn once;
+    later it points back instead of repeating its subtree."""
+
+    def __init__(self, res, style: Style):
+        self.res = res
+        self.style = style
+        self.drawn: dict[str, str] = {}  # derived fact -> where it was drawn first
+
+    def lines(self, facts, indent: str, where: str) -> list[str]:
+        out: list[str] = []
+        width = max((len(f.name) for f in facts), default=0)
+        for i, f in enumerate(facts):
+            last = i == len(facts) - 1
+            out += self._node(f, indent, "└─ " if last else "├─ ", "   " if last else "│  ", width, where)
+        return out
+
+    def _node(self, f: FactUse, indent, branch, cont, width, where) -> list[str]:
+        head = f"{indent}{branch}{self.style(f'{f.name:<{width}}', 'name')} = {_v(f.value):<16} "
+        d = self.res.outcome.derivations.get(f.name) if f.source == "derived" else None
+        if d is None:
+            return [head + _origin(f)]
+        if f.name in self.drawn:
+            return [head + f"derived: {self.drawn[f.name]}"]
+        self.drawn[f.name] = f"see {where}"
+        line = head + f"derived by {self.style(str(d.rule), 'rule')}"
+        if not d.facts:
+            return [line + " (none of its branches matched)"]
+        return [line] + self.lines(d.facts, indent + cont, where)
+
+
+def render_text(res, explain: bool = False, only: str | None = None, style: Style = PLAIN) -> str:
     pack = res.engine.pack
     lines: list[str] = []
     req = res.request
@@ -55,28 +101,30 @@ def render_text(res, explain: bool = False, only: str | None = None) -> str:
     lines.append(f"model:    {model or '(none given)'}")
     if res.conflicts:
         lines.append("")
-        lines += _conflicts(res)
+        lines += _conflicts(res, style)
     else:
         lines.append("")
-        lines.append("resolved configuration:")
+        lines.append(style("resolved configuration:", "head"))
         names = [only] if only else [n for n in sorted(pack.options) if res.derivations[n].source != "fallback"]
         width = max([len(n) for n in names] + [1])
         for name in names:
             d = res.derivations[name]
-            lines.append(f"  {name:<{width}} = {_v(d.value):<16} ({_source_label(d)})")
+            lines.append(f"  {name:<{width}} = {style(f'{_v(d.value):<16}', 'good')} ({_source_label(d)})")
         rest = len(pack.options) - len(names)
         if not only and rest:
             lines.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
     if res.warnings:
         lines.append("")
-        lines.append("warnings:")
-        lines += [f"  - {w}" for w in res.warnings]
+        lines.append(style("warnings:", "warn"))
+        for w in res.warnings:
+            lines += style.wrap(w, "  - ", "    ")
     if explain and not res.conflicts:
         lines.append("")
-        lines.append("why:")
+        lines.append(style("why:", "head"))
         names = [only] if only else [n for n in sorted(pack.options) if res.derivations[n].source != "fallback"]
+        tree = _Tree(res, style)
         for name in names:
-            lines += _derivation(res, name)
+            lines += _derivation(res, name, tree, style)
     return "\n".join(lines) + "\n"
 
 
@@ -88,56 +136,76 @@ def _source_label(d) -> str:
     return f"{d.source}: {d.rule.id}"
 
 
-def _derivation(res, name: str) -> list[str]:
+def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
     d = res.derivations[name]
-    out = [f"  {name} = {_v(d.value)}"]
+    out = [f"  {style(name, 'name')} = {style(_v(d.value), 'good')}"]
     if d.source == "user":
         out.append(f"    set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})")
     elif d.rule is not None:
-        out.append(f"    decided by: {d.source} rule {d.rule}")
-        out.append(f"      {d.doc}")
+        out.append(f"    decided by: {d.source} rule {style(str(d.rule), 'rule')}")
+        out += style.wrap(d.doc, "      ", "      ")
     if d.facts:
         out.append("    because:")
-        out += _facts_block(d.facts, "      ")
-        out += _chain(res, d.facts, "      where ")
+        out += tree.lines(d.facts, "      ", name)
     kernel = res.outcome.facts.get(f"kernel.{name}")
     if kernel is not None and d.value is not None:
         why = res.outcome.facts[f"kernel.{name}_why"].value
-        out.append(f"    kernel on {res.request.platform.name}: {kernel.value} ({why})")
+        out += style.wrap(f"kernel on {res.request.platform.name}: {kernel.value} ({why})", "    ", "      ")
     for a in d.adjustments:
         kind = "normalised" if a.normalize else "adjusted"
-        out.append(f"    {kind} {_v(a.old)} -> {_v(a.new)} by {a.rule}: {a.message}")
+        out += style.wrap(f"{kind} {_v(a.old)} -> {_v(a.new)} by {a.rule}: {a.message}", "    ", "      ")
     if d.candidates:
         out.append("    other candidates:")
         for c in d.candidates:
-            out.append(f"      - {_v(c.value)} from {c.rule} priority {c.priority}: {c.outcome} ({c.why})")
+            out += style.wrap(f"{_v(c.value)} from {c.rule} priority {c.priority}: {c.outcome} ({c.why})",
+                              "      - ", "        ")
     return out
 
 
-def _conflicts(res) -> list[str]:
-    out = [f"{len(res.conflicts)} conflict{'s' if len(res.conflicts) != 1 else ''}:"]
+def _root_cause(res, c) -> str:
+    """What to change first: the flags the user typed that the conflict reads; else what the
+    target itself brings (kernel facts, platform, model), which a flag cannot change."""
+    typed = [f for f in c.facts if f.source == "user" and f.name in res.engine.pack.options]
+    if typed:
+        flags = res.request.flags
+        def flag(f):
+            spelled = flags.get(f.name, res.engine.pack.options[f.name].flag)
+            return spelled if f.value is True else f"{spelled} {_v(f.value)}"
+
+        return "you set " + ", ".join(map(flag, typed))
+    kernel = [f for f in c.facts if f.source == "kernel" and not f.name.endswith("_why")]
+    if kernel:
+        return "the kernels available on " + res.request.platform.name + " (" + ", ".join(
+            f"{f.name} = {_v(f.value)}" for f in kernel) + ")"
+    given = [f for f in c.facts if f.source in ("platform", "model", "derived")]
+    return "the target itself: " + ", ".join(f"{f.name} = {_v(f.value)}" for f in given[:3])
+
+
+def _conflicts(res, style: Style) -> list[str]:
+    out = [style(f"{len(res.conflicts)} conflict{'s' if len(res.conflicts) != 1 else ''}:", "bad")]
+    tree = _Tree(res, style)
     for i, c in enumerate(res.conflicts, 1):
         out.append("")
-        out.append(f"[{i}] {c.message}")
-        out.append(f"    rule: {c.rule}")
+        out += style.wrap(c.message, style(f"[{i}] ", "bad"), "    ")
+        out += style.wrap(_root_cause(res, c), "    root cause: ", "      ")
+        out.append(f"    rule: {style(str(c.rule), 'rule')}")
         if c.allowed is not None:
             out.append(f"    allowed {c.options[0] if c.options else ''}: {', '.join(map(_v, c.allowed)) or 'none on this platform'}")
         if c.evidence:
-            out.append(f"    evidence: {c.evidence}")
+            out += style.wrap(c.evidence, "    evidence: ", "      ")
         out.append("    caused by:")
-        out += _facts_block(c.facts, "      ")
-        out += _chain(res, c.facts, "      where ")
+        out += tree.lines(c.facts, "      ", f"[{i}]")
         if c.fixes:
             out.append("    to fix, any one of:")
             for j, f in enumerate(c.fixes, 1):
-                out.append(f"      {j}. {f.description}")
+                out += style.wrap(f.description, f"      {j}. ", "         ")
                 typed = " ".join(f.argv)
                 removed = " ".join(res.engine.pack.options[n].flag for n in f.unset)
                 how = "; ".join(x for x in (f"add {typed}" if typed else "", f"remove {removed}" if removed else "") if x)
-                out.append(f"         {how}")
+                out.append(f"         {style(how, 'good')}")
         else:
             out.append("    no single or double change to the options resolves this; see the rule's doc:")
-            out.append(f"      {c.doc}")
+            out += style.wrap(c.doc, "      ", "      ")
     return out
 
 
@@ -156,7 +224,7 @@ def to_json_dict(res) -> dict[str, Any]:
         "derivations": {n: d.to_dict() for n, d in res.derivations.items()},
         "facts": {n: f.to_dict() for n, f in sorted(res.outcome.facts.items()) if n.startswith(("model.", "platform."))
                   or n in res.engine.pack.facts},
-        "conflicts": [c.to_dict() for c in res.conflicts],
+        "conflicts": [{**c.to_dict(), "root_cause": _root_cause(res, c)} for c in res.conflicts],
         "warnings": list(res.warnings),
     }
 

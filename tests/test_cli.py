@@ -164,3 +164,73 @@ def test_platforms_subcommand_text_and_json():
     assert "detected" in doc and "detection_error" in doc
     code, _, err = _cli(["platforms", "--bogus"])
     assert code == 2 and "unrecognized arguments" in err
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
+    from resolver.explain import Style
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    argv = ["--platform", "h100", "--model-arch", "LlamaForCausalLM"]
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    tty = Tty()
+    main(argv, tty, io.StringIO())
+    assert "\033[" in tty.getvalue()
+    monkeypatch.setenv("NO_COLOR", "1")
+    tty = Tty()
+    main(argv, tty, io.StringIO())
+    assert "\033[" not in tty.getvalue()
+    piped = io.StringIO()
+    main(argv + ["--color", "never"], piped, io.StringIO())
+    assert "\033[" not in piped.getvalue()
+    forced = io.StringIO()
+    main(argv + ["--color", "always"], forced, io.StringIO())
+    assert "\033[" in forced.getvalue()
+    assert Style.for_stream(io.StringIO()).width is None  # a pipe is not wrapped: golden files stay stable
+
+
+def test_text_wraps_to_columns_and_json_keeps_the_root_cause(monkeypatch):
+    from .conftest import SEED_ARGV
+
+    monkeypatch.setenv("COLUMNS", "72")
+    out = io.StringIO()
+    assert main(SEED_ARGV, out, io.StringIO()) == 1
+    message_lines = [line for line in out.getvalue().splitlines() if not line.lstrip().startswith(("├", "└", "│"))]
+    assert max(map(len, message_lines)) <= 72
+    assert "root cause: you set --dsa-decode-backend tilelang, --enable-hisparse, --kv-cache-dtype" in \
+        " ".join(out.getvalue().split())
+    out = io.StringIO()
+    main(SEED_ARGV + ["--format", "json"], out, io.StringIO())
+    first = json.loads(out.getvalue())["conflicts"][0]
+    assert first["root_cause"].startswith("you set --dsa-decode-backend tilelang")
+
+
+def test_a_shared_cause_is_drawn_once():
+    from .conftest import SEED_ARGV
+
+    out = io.StringIO()
+    main(SEED_ARGV, out, io.StringIO())
+    text = out.getvalue()
+    assert text.count("derived by fact.platform.is-cuda") == 1 and "platform.is_cuda   = true             derived: see [1]" in text
+
+
+def test_a_fleet_check_explains_each_failure_and_counts_conflicts_by_rule(tmp_path):
+    fleet = tmp_path / "fleet.jsonl"
+    fleet.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": "llama-h100", "platform": "h100", "model_arch": "LlamaForCausalLM"},
+        {"id": "dsv32-5090", "platform": "rtx5090", "model_arch": "DeepseekV32ForCausalLM"},
+        {"id": "seed", "platform": "h100", "model_arch": "DeepseekV32ForCausalLM",
+         "args": {"kv_cache_dtype": "fp8_e4m3", "enable_hisparse": True, "disable_radix_cache": True,
+                  "dsa_decode_backend": "tilelang"}},
+    ]))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--batch", str(fleet), "--explain"], out, err) == 1  # a deployment gate: non-zero when any conflicts
+    text = err.getvalue()
+    assert "llama-h100" not in text  # resolved requests are not explained
+    assert "seed: conflict\n  - [conflict.hisparse.decode.cuda-fp8] HiSparse supports" in text
+    assert "    fix: remove --dsa-decode-backend (2 more)" in text
+    assert "batch: 1 resolved, 2 conflicted, 0 failed" in text
+    assert "conflicts by rule:\n" in text and "1 x conflict.hisparse.decode.cuda-fp8" in text

@@ -85,7 +85,7 @@ def test_without_the_bad_flag_flashmla_kv_is_picked_and_explained():
     assert code == 0
     assert "dsa_decode_backend  = flashmla_kv" in out
     assert "decided by: default rule default.dsa.backends.hisparse-fp8 (rules/dsa.yaml:" in out
-    assert "enable_hisparse    = true               user: set by the user (--enable-hisparse)" in out
+    assert "├─ enable_hisparse    = true             user: set by the user (--enable-hisparse)" in out
     code, out, _ = _cli(argv + ["--format", "json"])
     d = json.loads(out)["derivations"]["dsa_decode_backend"]
     assert d["value"] == "flashmla_kv" and d["source"] == "default"

@@ -1,0 +1,177 @@
+"""``resolve diff OLD NEW``: which launch requests change outcome between two rule packs, and why.
+
+Each request is resolved under both packs (without fix search: only the outcome matters here).
+A change is one of: now refused, now resolves, refused by other rules, or values that differ.
+Changes with the same cause (the same rules, the same option moving the same way) form a group,
+described by what all its requests share ("with --enable-hisparse on sm90: ...").  Requests
+come from ``--requests FILE`` (batch format) or, by default, the lint sweep's grid.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError, ResolverError
+
+__all__ = ["Change", "diff_outcomes", "diff"]
+
+
+@dataclass
+class Change:
+    """One kind of change, and the requests that show it."""
+
+    kind: str  # now-refused | now-resolves | refused-differently | value-changed | error-changed
+    what: str  # the change in words
+    rules: tuple[str, ...]  # the rules (id, file:line) that explain it, in the new pack (or the old one)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "change": self.what, "rules": list(self.rules), "shared": _shared(self.requests),
+                "count": len(self.requests), "requests": self.requests}
+
+
+def _outcome(engine, req: dict) -> dict[str, Any]:
+    from .api import resolve_request
+
+    try:
+        res = resolve_request(engine, platform=req["platform"], args=req.get("args") or {}, model=req.get("model"),
+                              model_arch=req.get("model_arch"), installed=req.get("installed"),
+                              strict=bool(req.get("strict", False)), fixes=False)
+    except ResolverError as exc:
+        return {"status": "error", "error": str(exc)}
+    return {"status": res.status, "values": res.values,
+            "conflicts": {c.rule.id: str(c.rule) for c in res.conflicts},
+            "deciders": {n: str(d.rule) if d.rule else d.source for n, d in res.derivations.items()}}
+
+
+def _changes(old: dict, new: dict) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(kind, what, rules) for each way ``new`` differs from ``old``."""
+    if old["status"] == "error" or new["status"] == "error":
+        if old.get("error") == new.get("error") and old["status"] == new["status"]:
+            return []
+        return [("error-changed", f"{old['status']} -> {new['status']}: {new.get('error') or old.get('error')}", ())]
+    if old["status"] == "resolved" and new["status"] == "conflict":
+        return [("now-refused", "now refused", tuple(sorted(new["conflicts"].values())))]
+    if old["status"] == "conflict" and new["status"] == "resolved":
+        return [("now-resolves", "now resolves", tuple(sorted(old["conflicts"].values())))]
+    if old["status"] == "conflict":
+        if set(old["conflicts"]) == set(new["conflicts"]):
+            return []
+        gone = sorted(set(old["conflicts"]) - set(new["conflicts"]))
+        added = sorted(set(new["conflicts"]) - set(old["conflicts"]))
+        what = "refused by other rules" + (f": no longer {', '.join(gone)}" if gone else "") + \
+            (f"; now also {', '.join(added)}" if added else "")
+        return [("refused-differently", what, tuple(new["conflicts"].get(r) or old["conflicts"][r]
+                                                      for r in added + gone))]
+    out = []
+    for name in sorted(set(old["values"]) | set(new["values"])):
+        a, b = old["values"].get(name), new["values"].get(name)
+        if a != b:
+            rule = new["deciders"].get(name) or old["deciders"].get(name, "")
+            out.append(("value-changed", f"{name}: {_v(a)} -> {_v(b)}", (rule,)))
+    return out
+
+
+def _v(value) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def diff_outcomes(old_engine, new_engine, requests: list[dict]) -> list[Change]:
+    groups: dict[tuple, Change] = {}
+    for req in requests:
+        for kind, what, rules in _changes(_outcome(old_engine, req), _outcome(new_engine, req)):
+            groups.setdefault((kind, what, rules), Change(kind, what, rules)).requests.append(req)
+    order = ("now-refused", "now-resolves", "refused-differently", "value-changed", "error-changed")
+    return sorted(groups.values(), key=lambda c: (order.index(c.kind), -len(c.requests), c.what))
+
+
+def _shared(requests: list[dict]) -> dict[str, Any]:
+    """What every request of a group has in common: its platforms, models and the flags all set alike."""
+    common = dict(requests[0].get("args") or {})
+    for req in requests[1:]:
+        args = req.get("args") or {}
+        common = {k: v for k, v in common.items() if k in args and args[k] == v}
+    return {"platforms": sorted({r["platform"] for r in requests}),
+            "models": sorted({_model_name(r) for r in requests}), "args": common}
+
+
+def _model_name(req: dict) -> str:
+    if req.get("model_kind"):
+        return req["model_kind"]
+    model = req.get("model") or {}
+    return req.get("model_arch") or ", ".join(model.get("architectures", [])) or "(no model)"
+
+
+def _read_requests(path: str) -> list[dict]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError as exc:
+        raise InputError(f"--requests: cannot read {path}: {exc.strerror}") from None
+    out = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--requests {path}:{number}: not valid JSON: {exc.msg}") from None
+        if not isinstance(req, dict) or "platform" not in req:
+            raise InputError(f"--requests {path}:{number}: a request is a JSON object with a 'platform'")
+        out.append(req)
+    return out
+
+
+def _sweep_requests(pack) -> list[dict]:
+    from .sweep import MODEL_KINDS, requests
+
+    return [{"id": f"{r['platform']}/{r['model_kind']}/" + ",".join(f"{k}={_v(v)}" for k, v in r["args"].items()),
+             "platform": r["platform"], "model": MODEL_KINDS[r["model_kind"]], "model_kind": r["model_kind"],
+             "args": r["args"]} for r in requests(pack)]
+
+
+def _describe(change: Change) -> str:
+    shared = _shared(change.requests)
+    flags = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {_v(v)}") for k, v in shared["args"].items())
+    where = f"on {', '.join(shared['platforms'])}" + (f", {', '.join(shared['models'])}" if len(shared["models"]) <= 3
+                                                       else f", {len(shared['models'])} models")
+    return f"{'with ' + flags + ' ' if flags else ''}{where}: {change.what}"
+
+
+def diff(argv: list[str], out) -> int:
+    """``resolve diff``: exit 0 when no request changes, 1 when some do, 2 on bad input."""
+    from .api import get_engine
+    from .commands import _parser
+
+    p = _parser("diff", "Compare two rule packs: which launch requests change outcome, grouped by cause.")
+    p.add_argument("old", metavar="OLD", help="the rule directory before")
+    p.add_argument("new", metavar="NEW", help="the rule directory after")
+    p.add_argument("--requests", metavar="FILE", help="launch requests to check, one JSON object per line (batch "
+                                                      "format); default: the lint sweep's grid")
+    p.add_argument("--examples", type=int, default=3, metavar="N", help="request ids shown per group (text)")
+    ns = p.parse_args(argv)
+    for d in (ns.old, ns.new):
+        if not os.path.isdir(d):
+            raise InputError(f"{d} is not a rule directory")
+    old, new = get_engine(ns.old), get_engine(ns.new)
+    requests = _read_requests(ns.requests) if ns.requests else _sweep_requests(new.pack)
+    changes = diff_outcomes(old, new, requests)
+    if ns.format == "json":
+        out.write(json.dumps({"requests": len(requests), "changed": sum(len(c.requests) for c in changes),
+                              "changes": [c.to_dict() for c in changes]}, indent=2) + "\n")
+    else:
+        _write_text(changes, len(requests), ns.examples, out)
+    return 1 if changes else 0
+
+
+def _write_text(changes: list[Change], total: int, examples: int, out) -> None:
+    changed = {id(r) for c in changes for r in c.requests}
+    out.write(f"{len(changed)} of {total} requests change outcome" + (":\n" if changes else ".\n"))
+    for c in changes:
+        out.write(f"\n{len(c.requests)} x {_describe(c)}\n")
+        for rule in c.rules:
+            out.write(f"    rule: {rule}\n")
+        ids = [str(r.get("id", i)) for i, r in enumerate(c.requests[:examples])]
+        out.write(f"    e.g. {', '.join(ids)}{' ...' if len(c.requests) > examples else ''}\n")

@@ -20,7 +20,7 @@ __all__ = ["run_batch", "resolve_line"]
 _KEYS = {"id", "platform", "model", "model_arch", "args", "installed", "strict"}
 
 
-def resolve_line(engine: Engine, line: str, strict: bool = False) -> dict[str, Any]:
+def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True) -> dict[str, Any]:
     """Resolve one batch line into its result object (never raises a ResolverError)."""
     rid = None
     try:
@@ -42,7 +42,7 @@ def resolve_line(engine: Engine, line: str, strict: bool = False) -> dict[str, A
             raise ResolverError("'model' must be an object of config.json fields")
         res = resolve_request(engine, platform=req["platform"], args=req.get("args") or {}, model=req.get("model"),
                               model_arch=req.get("model_arch"), installed=req.get("installed"),
-                              strict=bool(req.get("strict", strict)))
+                              strict=bool(req.get("strict", strict)), fixes=fixes)
         return {"id": rid, **to_json_dict(res)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}
@@ -51,14 +51,15 @@ def resolve_line(engine: Engine, line: str, strict: bool = False) -> dict[str, A
         return {"id": rid, "status": "error", "error": f"internal error: {exc!r}", "internal": True}
 
 
-def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = False, strict: bool = False) -> int:
+def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = False, strict: bool = False,
+              fixes: bool = True) -> int:
     counts = {"resolved": 0, "conflict": 0, "error": 0}
     by_rule: dict[str, int] = {}
     worst = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        result = resolve_line(engine, line, strict)
+        result = resolve_line(engine, line, strict, fixes)
         if result["status"] == "error" and result["id"] is None:
             result["line"] = number
         counts[result["status"]] += 1

@@ -45,8 +45,9 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
         prog="resolve",
         allow_abbrev=False,  # a prefix of one flag could silently become another
         description="Resolve and explain the attention-kernel launch options of an LLM server (SGLang 0.5.23 rules).",
-        epilog="Subcommands: 'resolve platforms' lists the target platforms and what this machine has; "
-               "'resolve kernels' lists the kernel adapters (matrix, lint, diff arrive later). "
+        epilog="Subcommands (each with --help): 'resolve platforms' lists the target platforms and what this "
+               "machine has; 'resolve kernels' the kernel adapters; 'resolve matrix' what runs where; "
+               "'resolve lint' checks a rule pack; 'resolve diff OLD NEW' compares two rule packs. "
                "Exit status: 0 resolved, 1 conflict, 2 bad input, 3 internal error.",
     )
     g = p.add_argument_group("target")
@@ -72,6 +73,8 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
                    help="refuse any change to a value you typed (e.g. a page-size snap) instead of warning")
     o.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
     o.add_argument("--batch", metavar="FILE", help="resolve JSON Lines requests from FILE ('-' = stdin)")
+    o.add_argument("--no-fixes", action="store_true",
+                   help="report conflicts without searching for fixes (faster over a large batch)")
     opts = p.add_argument_group("launch options (SGLang flags)")
     for opt in sorted(pack.options.values(), key=lambda o: o.flag):
         names = [opt.flag, *opt.aliases]
@@ -90,7 +93,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
 def _flag_names(pack: RulePack) -> list[str]:
     names = ["--platform", "--compute-capability", "--vendor", "--model-config", "--model-arch", "--installed", "--strict",
              "--check-installed",
-             "--explain", "--format", "--color", "--rules", "--batch", "--help"]
+             "--explain", "--format", "--color", "--rules", "--batch", "--no-fixes", "--help"]
     for opt in pack.options.values():
         names += [opt.flag, *opt.aliases]
     return names
@@ -165,7 +168,7 @@ def _single(engine: Engine, ns, out: TextIO) -> int:
     platform, source = _platform_arg(ns)
     res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
                           flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed),
-                          strict=ns.strict, check_installed=ns.check_installed)
+                          strict=ns.strict, check_installed=ns.check_installed, fixes=not ns.no_fixes)
     return _emit(res, ns, out)
 
 
@@ -173,14 +176,16 @@ def _batch(engine: Engine, ns, out: TextIO, err: TextIO) -> int:
     from .batch import run_batch
 
     if ns.batch == "-":
-        return run_batch(engine, sys.stdin, out, err, explain=bool(ns.explain), strict=ns.strict)
+        return run_batch(engine, sys.stdin, out, err, explain=bool(ns.explain), strict=ns.strict,
+                         fixes=not ns.no_fixes)
     try:
         # undecodable bytes become an error on their own line, not a crash of the whole batch
         fh = open(ns.batch, encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise InputError(f"--batch: cannot read {ns.batch}: {exc.strerror}") from None
     with fh:
-        return run_batch(engine, fh, out, err, explain=bool(ns.explain), strict=ns.strict)
+        return run_batch(engine, fh, out, err, explain=bool(ns.explain), strict=ns.strict,
+                         fixes=not ns.no_fixes)
 
 
 def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -15,11 +15,11 @@ from .platforms import PLATFORMS
 __all__ = ["SUBCOMMANDS"]
 
 
-def _parser(prog: str, description: str) -> argparse.ArgumentParser:
+def _parser(prog: str, description: str, formats: tuple[str, ...] = ("text", "json")) -> argparse.ArgumentParser:
     from .cli import _Parser
 
     p = _Parser(prog=f"resolve {prog}", description=description, allow_abbrev=False)
-    p.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    p.add_argument("--format", choices=list(formats), default=formats[0], help=f"output format (default {formats[0]})")
     return p
 
 

@@ -204,8 +204,12 @@ def _conflicts(res, style: Style) -> list[str]:
                 how = "; ".join(x for x in (f"add {typed}" if typed else "", f"remove {removed}" if removed else "") if x)
                 out.append(f"         {style(how, 'good')}")
         else:
-            out.append("    no single or double change to the options resolves this; see the rule's doc:")
-            out += style.wrap(c.doc, "      ", "      ")
+            fixed = [j for j, other in enumerate(res.conflicts, 1) if other.fixes]
+            if fixed:
+                out.append(f"    no change aimed at this conflict alone resolves the request; see the fixes of [{fixed[0]}]")
+            else:
+                out.append("    no single or double change to the options resolves this; see the rule's doc:")
+                out += style.wrap(c.doc, "      ", "      ")
     return out
 
 
@@ -224,6 +228,9 @@ def to_json_dict(res) -> dict[str, Any]:
         "derivations": {n: d.to_dict() for n, d in res.derivations.items()},
         "facts": {n: f.to_dict() for n, f in sorted(res.outcome.facts.items()) if n.startswith(("model.", "platform."))
                   or n in res.engine.pack.facts},
+        # what a derived fact read, by name: the inner nodes of the text's trees
+        "derived_facts": {n: res.outcome.derivations[n].to_dict() for n in sorted(res.engine.pack.facts)
+                          if n in res.outcome.derivations},
         "conflicts": [{**c.to_dict(), "root_cause": _root_cause(res, c)} for c in res.conflicts],
         "warnings": list(res.warnings),
     }

@@ -126,7 +126,24 @@ def attach_fixes(engine, request: Request, outcome: Outcome) -> tuple[ConflictRe
             report = conflict_report(rule, read, outcome.facts, _values(outcome), pack, allowed)
         fixes = _fixes_for(trial, pack, rule, report, outcome, flags, allowed or ())
         reports.append(replace(report, fixes=tuple(fixes)))
+    if reports and not any(r.fixes for r in reports):
+        reports[0] = replace(reports[0], fixes=_start_over(trial, pack, reports, flags))
     return tuple(reports)
+
+
+def _start_over(trial: _Trial, pack: RulePack, reports, flags) -> tuple[Fix, ...]:
+    """When no small change mends every conflict at once: omit every typed option the conflicts
+    read (or, failing that, every typed option) and let the resolver pick them all."""
+    user = trial.request.args
+    read = set()
+    for r in reports:
+        read |= options_behind(pack, [f.name for f in r.facts]) | set(r.options)
+    for unset in (tuple(sorted(n for n in read if n in user)), tuple(sorted(user))):
+        if unset and trial.confirm({}, unset) is not None:
+            names = " ".join(flags[n] for n in unset)
+            return (Fix(f"Omit {names} and let the resolver pick them all (no smaller change resolves every "
+                        f"conflict)", {}, unset, ()),)
+    return ()
 
 
 def _strict_fixes(trial: _Trial, pack: RulePack, report: ConflictReport, flags) -> list[Fix]:

@@ -92,7 +92,7 @@ def requests(pack) -> list[dict[str, Any]]:
     return out
 
 
-def _check_one(engine, req: dict, report: SweepReport) -> None:
+def _check_one(engine, req: dict, report: SweepReport, checked: dict | None = None) -> None:
     from .api import resolve_request
 
     model = MODEL_KINDS[req["model_kind"]]
@@ -122,10 +122,18 @@ def _check_one(engine, req: dict, report: SweepReport) -> None:
             report.fixes_checked += 1
             fixed = {k: v for k, v in req["args"].items() if k not in fix.unset}
             fixed.update(fix.set)
-            again = resolve_request(engine, platform=req["platform"], args=fixed, model=model, fixes=False)
-            if not again.ok:
-                report.add("sweep-bad-fix", c.rule, f"fix '{' '.join(fix.argv)}' of {c.rule.id} does not resolve "
-                           f"(still: {', '.join(x.rule.id for x in again.conflicts)})", req)
+            # many fixes lead to the same request ("omit X" from several starting points): resolve each once
+            key = (req["platform"], req["model_kind"], tuple(sorted(fixed.items(), key=str)))
+            if checked is None or key not in checked:
+                again = resolve_request(engine, platform=req["platform"], args=fixed, model=model, fixes=False)
+                still = tuple(x.rule.id for x in again.conflicts)
+                if checked is not None:
+                    checked[key] = still
+            else:
+                still = checked[key]
+            if still:
+                report.add("sweep-bad-fix", c.rule, f"fix '{' '.join(fix.argv) or 'omit ' + ', '.join(fix.unset)}' "
+                           f"of {c.rule.id} does not resolve (still: {', '.join(still)})", req)
 
 
 def _worker(rules: str | None, chunk: list[dict]) -> SweepReport:
@@ -133,8 +141,9 @@ def _worker(rules: str | None, chunk: list[dict]) -> SweepReport:
 
     engine = get_engine(rules)
     report = SweepReport()
+    checked: dict = {}
     for req in chunk:
-        _check_one(engine, req, report)
+        _check_one(engine, req, report, checked)
     return report
 
 

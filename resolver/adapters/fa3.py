@@ -30,6 +30,9 @@ ADAPTER = KernelAdapter(
               "R5: B3 \"Only Hopper supports different V headdim\" (sm_80/86 builds); GH8 (no DSA path on A100)"),
         Claim("dsa_decode", ("fa3",), "unsupported", SM10X + SM12X, _BUILT),
         Claim("dsa_decode", ("fa3",), "unsupported", ROCM, "B3: a CUDA build"),
+        # as a DSA prefill backend fa3 is not in kernels.md; only what the binary rules out is claimed
+        Claim("dsa_prefill", ("fa3",), "unsupported", SM10X + SM12X, _BUILT),
+        Claim("dsa_prefill", ("fa3",), "unsupported", ROCM, "B3: a CUDA build"),
     ),
     limits=(
         Limit(("fa3",), "kv_dtypes", ("auto", "bf16", "bfloat16", "fp8_e4m3"), "B3", "fp8_e4m3 on SM90 only"),

@@ -1,7 +1,9 @@
 """SGLang's Triton kernels: the ``triton`` attention backend, the ROCm DSA ``triton`` backend and
 the DSA prefill ``triton_sparse_mla``.  Evidence: shared/reference/kernels.md section 2.9."""
-from ._platforms import ALL, BF16, CUDA, ROCM, SM8X, SM12X, SM90
+from ._platforms import ALL, BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90
 from .base import Claim, KernelAdapter, Limit, package_probe
+
+_HIP_ONLY = "S28: \"The triton DSA backend is only supported on ROCm/HIP.\""
 
 ADAPTER = KernelAdapter(
     name="triton",
@@ -13,8 +15,11 @@ ADAPTER = KernelAdapter(
         Claim("attention", ("triton",), "supported", CUDA,
               "S32: SGLang's fp8_e5m2 fallback for fa3; the kernels dequantize in-kernel", kv_dtypes=("fp8_e5m2",)),
         # fp8_e4m3 is unknown: Triton's fp8e4nv needs capability >= 8.9 (U11) but SGLang was not seen failing
-        Claim("dsa_prefill", ("triton",), "refused", CUDA, "S28: \"The triton DSA backend is only supported on ROCm/HIP.\""),
-        Claim("dsa_decode", ("triton",), "refused", CUDA, "S28: \"The triton DSA backend is only supported on ROCm/HIP.\""),
+        *(Claim(role, ("triton",), "refused", SM8X + SM90 + SM10X, _HIP_ONLY) for role in ("dsa_prefill", "dsa_decode")),
+        # SGLang's resolution lets GLM DSA with fp8 on SM12x through; the kernel path is still HIP-only
+        *(Claim(role, ("triton",), "unsupported", SM12X,
+                _HIP_ONLY + "; SGLang's check exempts GLM DSA with fp8 on SM12x, which then has no triton DSA kernel")
+          for role in ("dsa_prefill", "dsa_decode")),
         Claim("dsa_prefill", ("triton",), "supported", ROCM, "S28, M10: the HIP DSA default"),
         Claim("dsa_decode", ("triton",), "supported", ROCM, "S28, M10: the HIP DSA default"),
         Claim("dsa_prefill", ("triton_sparse_mla",), "supported", SM90 + SM12X, "S11, S39: tuned for SM90, SM120, SM121"),

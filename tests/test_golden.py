@@ -33,6 +33,10 @@ CASES = {
                                   os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--explain"],
     "llama-mi300x-explain.txt": ["--platform", "mi300x", "--model-config",
                                  os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--explain"],
+    "llama-a100-explain.txt": ["--platform", "a100", "--model-config",
+                               os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--explain"],
+    "llama-h100-explain.json": ["--platform", "h100", "--model-config",
+                                os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--format", "json"],
     "deepseek-v3-b200-trtllm-mla.txt": ["--platform", "b200", "--model-config",
                                         os.path.join(ROOT, "tests", "fixtures", "deepseek-v3-config.json"), "--page-size", "16",
                                         "--explain"],
@@ -73,3 +77,18 @@ def test_json_keeps_what_the_text_shows():
         assert f"{conflict['rule']['id']} ({conflict['rule']['file']}:{conflict['rule']['line']})" in text.getvalue()
         for fix in conflict["fixes"]:
             assert fix["description"] in text.getvalue()
+        assert " ".join(conflict["root_cause"].split()) in " ".join(text.getvalue().split())
+
+
+def test_json_keeps_the_trees_of_the_text():
+    """Every node of a resolved --explain tree is in the JSON: an option's facts in its derivation, a derived
+    fact's own facts in derived_facts."""
+    argv = ["--platform", "h100", "--model-config", os.path.join(ROOT, "tests", "fixtures", "llama-config.json")]
+    doc_out, text_out = io.StringIO(), io.StringIO()
+    main(argv + ["--format", "json"], doc_out, io.StringIO())
+    main(argv + ["--explain"], text_out, io.StringIO())
+    doc, text = json.loads(doc_out.getvalue()), text_out.getvalue()
+    nodes = {line.split("─ ", 1)[1].split(" = ")[0].strip() for line in text.splitlines() if "─ " in line}
+    known = {f["name"] for d in doc["derivations"].values() for f in d["facts"]}
+    known |= {f["name"] for d in doc["derived_facts"].values() for f in d["facts"]}
+    assert nodes and nodes <= known, nodes - known

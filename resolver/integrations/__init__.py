@@ -1,0 +1,1 @@
+"""Ways to embed the resolver in a server's launch pipeline."""

@@ -61,6 +61,11 @@ def _signature(directory: str) -> tuple:
     return (directory, tuple((f, os.stat(f).st_mtime_ns, os.stat(f).st_size) for f in files))
 
 
+def _load_and_compile(directory: str) -> tuple[RulePack, CompiledPack]:
+    pack = load_rules(directory)
+    return pack, compile_pack(pack)
+
+
 def get_engine(rules: str | None = None) -> Engine:
     """The engine for a rules directory (default: the shipped rules), built once and cached."""
     directory = os.path.abspath(rules or default_rules_dir())
@@ -71,8 +76,9 @@ def get_engine(rules: str | None = None) -> Engine:
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
         if engine is None:
-            pack = load_rules(directory)
-            compiled = compile_pack(pack)
+            from .pack_cache import cached_pack
+
+            pack, compiled = cached_pack(directory, lambda: _load_and_compile(directory))
             engine = Engine(pack, compiled, DurableMatcher(compiled), ReferenceMatcher(compiled))
             _ENGINES[key] = engine
         return engine

@@ -6,6 +6,7 @@ loader: a rule pack is data and can never make the resolver import or run anythi
 """
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -13,7 +14,6 @@ import string
 from importlib import resources
 from typing import Any
 
-import jsonschema
 import yaml
 
 from .conditions import Atom, Condition, ConditionError, parse_condition
@@ -25,8 +25,14 @@ from .rules import KERNEL_CONTEXT, Adjust, Conflict, Default, Fact, FixHint, Opt
 
 __all__ = ["load_rules", "default_rules_dir"]
 
-_SCHEMA = json.loads(resources.files("resolver").joinpath("schema/rules.schema.json").read_text())
-_VALIDATOR = jsonschema.Draft202012Validator(_SCHEMA)
+@functools.lru_cache(maxsize=1)
+def _validator():
+    # jsonschema costs ~50 ms to import: only when files are actually read (a cached pack skips it)
+    import jsonschema
+
+    schema = json.loads(resources.files("resolver").joinpath("schema/rules.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
 _INPUT_FACTS = set(PLATFORM_FACTS) | set(MODEL_FACTS) | set(INSTALLED_FACTS)
 
 
@@ -100,7 +106,7 @@ def load_rules(directory: str | None = None) -> RulePack:
         if not isinstance(data, dict):
             problems.append(RuleFileProblem(rel, 1, "a rule file is a mapping with 'schema' and 'rules'"))
             continue
-        schema_errors = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+        schema_errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
         bad_rules: set[int] = set()
         for err in schema_errors:
             path_ = list(err.absolute_path)
@@ -137,7 +143,7 @@ def _line_of(data: Any, path: list) -> int:
     return line
 
 
-def _schema_message(err: jsonschema.ValidationError) -> str:
+def _schema_message(err) -> str:
     where = ".".join(str(p) for p in err.absolute_path) or "file"
     if err.validator == "additionalProperties":
         return f"{where}: {err.message} (check the spelling; see docs/rule-format.md)"

@@ -3,9 +3,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import textwrap
 
 import pytest
+
+# compiled rule packs are cached across processes: the tests (and the processes they start) use
+# a cache of their own, never the user's
+os.environ["LAUNCH_RESOLVER_CACHE"] = tempfile.mkdtemp(prefix="launch-resolver-cache-")
 
 from resolver.api import get_engine
 from resolver.loader import default_rules_dir

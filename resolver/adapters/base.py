@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import importlib.metadata
 import importlib.util
 import os
 from dataclasses import dataclass, field
@@ -169,12 +168,14 @@ def package_probe(distribution: str, module: str, binary: str | None = None) -> 
     ahead-of-time library whose compiled GPU architectures are read from its file."""
 
     def probe() -> Probe:
+        from importlib import metadata  # ~20 ms to import: only when a probe runs
+
         spec = importlib.util.find_spec(module)  # a top-level name: finds it without importing it
         if spec is None:
             return Probe(False, None, f"module {module} not found")
         try:
-            version = importlib.metadata.version(distribution)
-        except importlib.metadata.PackageNotFoundError:
+            version = metadata.version(distribution)
+        except metadata.PackageNotFoundError:
             version = None
         if binary is None:
             return Probe(True, version, f"module {module} found")

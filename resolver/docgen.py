@@ -45,7 +45,7 @@ def options_markdown(pack: RulePack) -> str:
 
 def kernels_markdown(adapters) -> str:
     """One row per (backend, role, narrowing), one column per platform: what the built-in adapters claim."""
-    from .platforms import PLATFORMS
+    from .platforms import ALL_PLATFORMS
 
     rows: dict[tuple[str, str, str], dict[str, str]] = {}
     sources: dict[tuple[str, str, str], set[str]] = {}
@@ -56,7 +56,7 @@ def kernels_markdown(adapters) -> str:
                 for platform in c.platforms:
                     rows.setdefault(key, {})[platform] = _MARK[c.status] + ("" if c.strength == "strong" else "~")
                 sources.setdefault(key, set()).add(adapter.name)
-    names = [p.name for p in PLATFORMS]
+    names = [p.name for p in ALL_PLATFORMS]
     lines = [
         "# Kernel matrix",
         "",

@@ -22,7 +22,7 @@ from typing import Any
 from .conditions import Atom, parse_condition
 from .errors import InputError, RuleFileErrors, RuleFileProblem
 from .loader import kernel_option
-from .platforms import PLATFORM_FACTS, PLATFORMS
+from .platforms import ALL_PLATFORMS, PLATFORM_FACTS
 from .rules import Default, RulePack
 
 __all__ = ["Finding", "static_findings", "problem_findings", "CHECKS"]
@@ -143,7 +143,7 @@ def _split(atoms) -> tuple[dict[str, list[Atom]], list[Atom], bool]:
 
 
 def _platforms_where(atoms: list[Atom]) -> set[str]:
-    return {p.name for p in PLATFORMS if all(a.holds(p.facts()) for a in atoms)}
+    return {p.name for p in ALL_PLATFORMS if all(a.holds(p.facts()) for a in atoms)}
 
 
 def _expand(pack: RulePack, atoms, fuel: int = 6) -> list[tuple[Atom, ...]]:

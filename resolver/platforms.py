@@ -13,7 +13,8 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["Platform", "PLATFORMS", "PLATFORM_FACTS", "find_platform", "platform_from_capability"]
+__all__ = ["Platform", "PLATFORMS", "UNNAMED_PLATFORMS", "ALL_PLATFORMS", "PLATFORM_FACTS", "find_platform",
+           "platform_from_capability"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,14 @@ PLATFORMS: tuple[Platform, ...] = (
     Platform("gfx942", "amd", 9, 4, ("mi300x", "mi300a", "mi325x"), "ROCm CDNA3"),
     Platform("gfx950", "amd", 9, 5, ("mi350x", "mi355x"), "ROCm CDNA4"),
 )
+
+#: GPUs the contract does not name, reachable only as a capability (``--compute-capability 11.0``) or
+#: by detection: SGLang 0.5.23's gates (is_blackwell covers major 11) misjudge them, so the kernel
+#: adapters speak about them (shared/reference/kernels.md 0.5)
+UNNAMED_PLATFORMS: tuple[Platform, ...] = (
+    Platform("sm110", "nvidia", 11, 0, (), "Blackwell (Jetson Thor); not a named platform: --compute-capability 11.0"),
+)
+ALL_PLATFORMS = PLATFORMS + UNNAMED_PLATFORMS
 
 #: Facts every platform contributes, with their meaning (the rule loader checks names against these).
 PLATFORM_FACTS: dict[str, str] = {
@@ -91,7 +100,7 @@ def platform_from_capability(capability: str, vendor: str = "nvidia") -> Platfor
         major, minor = int(major_s), int(minor_s or 0)
     except ValueError:
         raise InputError(f"--compute-capability expects MAJOR.MINOR (e.g. 9.0), got '{capability}'") from None
-    for p in PLATFORMS:
+    for p in ALL_PLATFORMS:
         if p.vendor == vendor and (p.major, p.minor) == (major, minor):
             return p
     raise InputError(f"no known {vendor} platform has capability {major}.{minor}. Known platforms: {_known()}")

@@ -135,6 +135,28 @@ def test_r17_flashmla_e5m2():
     assert "R17" in c.message and "medium" in c.message
 
 
+def test_r4_r7_r10_on_sm110_reached_through_its_capability():
+    from resolver.platforms import platform_from_capability
+
+    sm110 = platform_from_capability("11.0")
+    assert sm110.name == "sm110"
+    # R4: DSA on SM110 gets trtllm / flashmla_sparse from SGLang; no kernel runs there
+    conflicts = _conflicts({}, sm110, DSV32)
+    assert {"conflict.kernel.dsa-prefill.none-runs", "conflict.kernel.dsa-decode.none-runs"} <= set(conflicts)
+    assert "R4" in conflicts["conflict.kernel.dsa-decode.none-runs"].message
+    # R7: deterministic inference picks fa3, which has no SM11x code: skipped, the next candidate taken
+    res = resolve({"enable_deterministic_inference": True}, platform=sm110, model=LLAMA)
+    assert res.values["attention_backend"] == "flashinfer"
+    assert [c.value for c in res.derivations["attention_backend"].candidates if c.outcome == "skipped"] == ["fa3"]
+    # R10: trtllm_mla is let through by is_blackwell, and XQA MLA then refuses SM110
+    mla = {"architectures": ["DeepseekV3ForCausalLM"], "kv_lora_rank": 512, "num_key_value_heads": 128}
+    c = _conflicts({"attention_backend": "trtllm_mla"}, sm110, mla)["conflict.kernel.attention.cannot-run"]
+    assert "R10" in c.message and "XQA MLA requires SM120a" in c.message
+    # not a named platform: the contract's names stay as they are
+    err = io.StringIO()
+    assert main(["--platform", "sm110", "--model-arch", "LlamaForCausalLM"], io.StringIO(), err) == 2
+
+
 def test_unknown_cells_are_neither_refused_nor_preferred():
     # R11 (trtllm_mla prefill on SM12x) and R16 (fa3 on ROCm) are weak: unknown, not refused
     assert resolve({"attention_backend": "trtllm_mla"}, platform="rtx5090", model=DSV3).ok
@@ -240,6 +262,13 @@ def test_check_installed_counts_this_machines_packages(monkeypatch):
 MLA_MODEL, MHA_MODEL = DSV3, LLAMA
 
 
+def _target(name):
+    """A platform by name, including those the contract does not name (sm110: --compute-capability 11.0)."""
+    from resolver.platforms import ALL_PLATFORMS
+
+    return next(p for p in ALL_PLATFORMS if p.name == name)
+
+
 def _models_for(claim):
     if claim.role.startswith("dsa"):
         return [DSV32]
@@ -268,7 +297,7 @@ def test_what_an_adapter_says_sglang_refuses_the_rules_refuse(args, platform, mo
     a conflict from a rule outside rules/kernels.yaml, or a rewrite of the value."""
     option, backend = next(iter(args.items()))
     try:
-        res = resolve(args, platform=platform, model=model)
+        res = resolve(args, platform=_target(platform), model=model)
     except ConflictError as exc:
         assert any(not c.rule.file.endswith("kernels.yaml") for c in exc.conflicts), [c.rule.id for c in exc.conflicts]
     else:
@@ -281,7 +310,7 @@ def test_a_supported_claim_is_never_refused_by_a_kernel_rule(args, platform, mod
     rule fires on the option the claim is about (a sample of every 7th case keeps this fast)."""
     option = next(iter(args))
     try:
-        resolve(args, platform=platform, model=model)
+        resolve(args, platform=_target(platform), model=model)
     except ConflictError as exc:
         kernel = [c.rule.id for c in exc.conflicts if c.rule.id.startswith("conflict.kernel.") and option in c.options]
         assert not [k for k in kernel if "cannot-run" in k], kernel
@@ -308,7 +337,7 @@ def test_the_page_sizes_an_adapter_declares_are_the_ones_the_rules_produce(optio
     args = {option: backend, **({"page_size": asked} if asked else {})}
     for model in (MHA_MODEL, MLA_MODEL):
         try:
-            res = resolve(args, platform=platform, model=model)
+            res = resolve(args, platform=_target(platform), model=model)
         except ConflictError:
             continue
         if res.values[option] == backend:

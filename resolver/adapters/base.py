@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import ResolverError
-from ..platforms import PLATFORMS
+from ..platforms import ALL_PLATFORMS
 
 __all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "package_probe"]
 
@@ -42,7 +42,7 @@ STRENGTHS = ("strong", "medium", "weak")
 #: KV-cache dtypes a claim or limit may name (the contract's --kv-cache-dtype values)
 KV_DTYPES = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16")
 LIMIT_KINDS = ("kv_dtypes", "page_sizes", "head_dims")
-_PLATFORM_NAMES = {p.name for p in PLATFORMS}
+_PLATFORM_NAMES = {p.name for p in ALL_PLATFORMS}
 
 
 class AdapterError(ResolverError):

@@ -1,6 +1,6 @@
 """FlashAttention 3 (sglang-kernel 0.4.10 ``flash_ops``): the ``fa3`` attention backend and the
 DSA bf16 decode path.  Evidence: shared/reference/kernels.md section 2.2 (ids as there)."""
-from ._platforms import BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90
+from ._platforms import BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
 _BUILT = "B3: flash_ops is built for sm_80/86/90a only, no PTX; S2: the FA3 registry asserts SM>=80 and SM<=90"
@@ -13,8 +13,8 @@ ADAPTER = KernelAdapter(
         Claim("attention", ("fa3",), "supported", SM8X + SM90, "B3, S15: sm_80/86 (also on 8.9) and sm_90a builds",
               kv_dtypes=BF16),
         Claim("attention", ("fa3",), "supported", SM90, "B3: e4m3 kernels exist for sm_90a", kv_dtypes=("fp8_e4m3",)),
-        Claim("attention", ("fa3",), "unsupported", SM10X + SM12X,
-              _BUILT + " (\"FlashAttention v3 Backend requires SM>=80 and SM<=90\", at backend construction)"),
+        Claim("attention", ("fa3",), "unsupported", SM10X + SM110 + SM12X,
+              "R7 (SM110): " + _BUILT + " (\"FlashAttention v3 Backend requires SM>=80 and SM<=90\", at backend construction)"),
         Claim("attention", ("fa3",), "unsupported", SM8X,
               "R8: S2, the FA3 registry refuses MLA on major 8; B3 \"Only Hopper supports different V headdim\"",
               mla=True),
@@ -28,10 +28,10 @@ ADAPTER = KernelAdapter(
               kv_dtypes=BF16),
         Claim("dsa_decode", ("fa3",), "unsupported", SM8X,
               "R5: B3 \"Only Hopper supports different V headdim\" (sm_80/86 builds); GH8 (no DSA path on A100)"),
-        Claim("dsa_decode", ("fa3",), "unsupported", SM10X + SM12X, _BUILT),
+        Claim("dsa_decode", ("fa3",), "unsupported", SM10X + SM110 + SM12X, _BUILT),
         Claim("dsa_decode", ("fa3",), "unsupported", ROCM, "B3: a CUDA build"),
         # as a DSA prefill backend fa3 is not in kernels.md; only what the binary rules out is claimed
-        Claim("dsa_prefill", ("fa3",), "unsupported", SM10X + SM12X, _BUILT),
+        Claim("dsa_prefill", ("fa3",), "unsupported", SM10X + SM110 + SM12X, _BUILT),
         Claim("dsa_prefill", ("fa3",), "unsupported", ROCM, "B3: a CUDA build"),
     ),
     limits=(

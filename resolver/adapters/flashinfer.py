@@ -4,7 +4,7 @@ Evidence: shared/reference/kernels.md sections 2.4 and 2.7."""
 import importlib.metadata
 import importlib.util
 
-from ._platforms import BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90
+from ._platforms import BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, Probe, package_probe
 
 _CUDA_ONLY = "B13: FlashInfer's support table is CUDA SM75-SM121; SGLang enables it on CUDA only (matrix 2.1)"
@@ -31,10 +31,13 @@ ADAPTER = KernelAdapter(
     family="FlashInfer dense attention (FA2 template, CUTLASS FMHA) and cute-dsl MLA decode",
     package="flashinfer-python",
     claims=(
-        Claim("attention", ("flashinfer",), "supported", CUDA, "B13 support table; S22", kv_dtypes=BF16),
+        Claim("attention", ("flashinfer",), "supported", SM8X + SM90 + SM10X + SM12X, "B13 support table; S22",
+              kv_dtypes=BF16),
+        Claim("attention", ("flashinfer",), "supported", SM110, "B13 support table (11.0): MHA; MLA there is unknown",
+              kv_dtypes=BF16, mla=False),
         Claim("attention", ("flashinfer",), "unsupported", ROCM, _CUDA_ONLY),
         Claim("attention", ("cutedsl_mla",), "supported", SM10X, "B9: FlashInfer cute-dsl MLA decode on SM100/SM103"),
-        Claim("attention", ("cutedsl_mla",), "refused", SM8X + SM90 + SM12X + ROCM,
+        Claim("attention", ("cutedsl_mla",), "refused", SM8X + SM90 + SM110 + SM12X + ROCM,
               "S32: SGLang's resolver accepts cutedsl_mla only on is_sm100; B9"),
         Claim("attention_prefill", ("cutedsl_mla",), "refused", CUDA + ROCM,
               "S32: \"CuteDSL MLA only supports decoding for now\""),

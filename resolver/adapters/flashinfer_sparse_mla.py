@@ -1,7 +1,7 @@
 """FlashInfer's SM12x sparse MLA kernels (``flashinfer_sparse_mla``).  Which models SGLang lets
 use them is a rule (rules/kernels.yaml, divergence D2); here only where the kernels exist.
 Evidence: shared/reference/kernels.md section 2.6."""
-from ._platforms import ROCM, SM8X, SM10X, SM12X, SM90
+from ._platforms import ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
 _WHY = "B10: flashinfer 0.7.2 _sparse_mla_sm120 is declared for CC 120/121 only; S6: SGLang refuses it elsewhere"
@@ -14,7 +14,7 @@ ADAPTER = KernelAdapter(
         Claim(role, ("flashinfer_sparse_mla",), status, platforms, why)
         for role in ("dsa_prefill", "dsa_decode")
         for status, platforms, why in (("supported", SM12X, "B10: kernels for CC 120/121"),
-                                       ("unsupported", SM8X + SM90 + SM10X + ROCM, _WHY))
+                                       ("unsupported", SM8X + SM90 + SM10X + SM110 + ROCM, _WHY))
     ),
     limits=(Limit(("flashinfer_sparse_mla",), "kv_dtypes", ("fp8_e4m3",), "S6", "GLM's packed fp8 layout"),),
     probe=package_probe("flashinfer-python", "flashinfer"),

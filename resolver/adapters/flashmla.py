@@ -1,7 +1,7 @@
 """FlashMLA (sgl-flash-mla 1.0.0): dense MLA decode ``flashmla`` and the DSA kernels
 ``flashmla_sparse``, ``flashmla_kv``, ``flashmla_auto``; and SGLang's own ``flashmla_sparse_q8``.
 Evidence: shared/reference/kernels.md section 2.1 (ids as there)."""
-from ._platforms import BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90
+from ._platforms import BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
 _BIN = ("B2: sgl-flash-mla 1.0.0 _C_legacy.abi3.so is built for sm_90a/100a/103a/107a only (no PTX); "
@@ -15,7 +15,7 @@ ADAPTER = KernelAdapter(
     claims=(
         # dense decode; prefill, decode and draft roles read these "attention" claims
         Claim("attention", ("flashmla",), "supported", SM90, "U3, B2: dense MLA decode runs on SM90a", kv_dtypes=BF16),
-        Claim("attention", ("flashmla",), "unsupported", SM8X + SM10X + SM12X,
+        Claim("attention", ("flashmla",), "unsupported", SM8X + SM10X + SM110 + SM12X,
               "R9; U3 'Dense decode MLA is only supported on SM90a'; " + _BIN),
         Claim("attention", ("flashmla",), "unsupported", ROCM, "S5: FlashMLA is CUDA only"),
         Claim("attention", ("flashmla",), "unsupported", SM90,
@@ -24,16 +24,16 @@ ADAPTER = KernelAdapter(
         # the sparse (DSA) kernels
         Claim("dsa_prefill", _SPARSE + ("flashmla_auto",), "supported", SM90 + SM10X, _BIN),
         Claim("dsa_decode", _SPARSE, "supported", SM90 + SM10X, _BIN),
-        Claim("dsa_prefill", _SPARSE + ("flashmla_auto",), "unsupported", SM8X + SM12X,
-              "R5/R2: " + _BIN + "; GH8 (SM80: no end-to-end DSA path); S6 (no flash_mla kernel on SM120)"),
-        Claim("dsa_decode", _SPARSE, "unsupported", SM8X + SM12X,
-              "R5/R2/R6: " + _BIN + "; GH8 (SM80); S6 (no flash_mla kernel on SM120)"),
+        Claim("dsa_prefill", _SPARSE + ("flashmla_auto",), "unsupported", SM8X + SM110 + SM12X,
+              "R5/R2/R4: " + _BIN + "; GH8 (SM80: no end-to-end DSA path); S6 (no flash_mla kernel on SM120)"),
+        Claim("dsa_decode", _SPARSE, "unsupported", SM8X + SM110 + SM12X,
+              "R5/R2/R4/R6: " + _BIN + "; GH8 (SM80); S6 (no flash_mla kernel on SM120)"),
         Claim("dsa_prefill", _SPARSE + ("flashmla_auto",), "unsupported", ROCM, "S5: FlashMLA is CUDA only"),
         Claim("dsa_decode", _SPARSE, "unsupported", ROCM, "S5: FlashMLA is CUDA only"),
         Claim("dsa_decode", ("flashmla_auto",), "unsupported", CUDA + ROCM,
               "R12, S13: flashmla_auto is prefill-only; decode fails with \"Unsupported dsa_impl = 'flashmla_auto'\""),
         Claim("dsa_prefill", ("flashmla_sparse_q8",), "supported", SM90, "S10: SGLang's SM90 JIT kernel"),
-        Claim("dsa_prefill", ("flashmla_sparse_q8",), "unsupported", SM8X + SM10X + SM12X + ROCM,
+        Claim("dsa_prefill", ("flashmla_sparse_q8",), "unsupported", SM8X + SM10X + SM110 + SM12X + ROCM,
               "S10: \"flashmla_sparse_q8 is SM90-only\" (refused at backend construction)"),
         Claim("dsa_decode", ("flashmla_sparse_q8",), "unsupported", CUDA + ROCM,
               "S10: \"flashmla_sparse_q8 is a prefill-only backend\""),

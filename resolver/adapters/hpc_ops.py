@@ -1,6 +1,6 @@
 """Tencent HPC-Ops (``hpc_ops``, import ``hpc``): SM90-only MHA kernels.
 Evidence: shared/reference/kernels.md section 2.13."""
-from ._platforms import ROCM, SM8X, SM10X, SM12X, SM90
+from ._platforms import ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
 ADAPTER = KernelAdapter(
@@ -10,7 +10,7 @@ ADAPTER = KernelAdapter(
     claims=(
         Claim("attention", ("hpc_ops",), "supported", SM90, "S23: the kernels ship sm90a",
               kv_dtypes=("auto", "bf16", "bfloat16")),
-        Claim("attention", ("hpc_ops",), "unsupported", SM8X + SM10X + SM12X + ROCM,
+        Claim("attention", ("hpc_ops",), "unsupported", SM8X + SM10X + SM110 + SM12X + ROCM,
               "S23, S36: ValueError at backend construction for any major but 9 (\"the kernels ship sm90a\")"),
     ),
     limits=(

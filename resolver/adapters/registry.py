@@ -14,7 +14,7 @@ import importlib.metadata
 import threading
 from dataclasses import dataclass
 
-from ..platforms import PLATFORMS
+from ..platforms import ALL_PLATFORMS
 from .base import ROLE_FALLBACK, AdapterError, Claim, KernelAdapter, Probe, validate
 
 __all__ = ["Registry", "registry", "reload_registry", "GROUP"]
@@ -22,7 +22,7 @@ __all__ = ["Registry", "registry", "reload_registry", "GROUP"]
 GROUP = "resolver.kernels"
 _BUILTIN = ("flashmla", "fa3", "fa4", "flashinfer", "trtllm", "flashinfer_sparse_mla", "tilelang", "triton", "aiter",
             "intel_xpu", "torch_native", "hpc_ops")
-_PLATFORM = {p.name: p for p in PLATFORMS}
+_PLATFORM = {p.name: p for p in ALL_PLATFORMS}
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """SGLang's Triton kernels: the ``triton`` attention backend, the ROCm DSA ``triton`` backend and
 the DSA prefill ``triton_sparse_mla``.  Evidence: shared/reference/kernels.md section 2.9."""
-from ._platforms import ALL, BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90
+from ._platforms import BF16, ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
 _HIP_ONLY = "S28: \"The triton DSA backend is only supported on ROCm/HIP.\""
@@ -10,12 +10,14 @@ ADAPTER = KernelAdapter(
     family="Triton kernels (JIT): dense attention and DSA",
     package="triton",
     claims=(
-        Claim("attention", ("triton",), "supported", ALL,
+        # SM110 is unknown for triton (kernels.md 3): no claim there
+        Claim("attention", ("triton",), "supported", SM8X + SM90 + SM10X + SM12X + ROCM,
               "matrix 3, U10: SGLang's own default for MLA on SM8x/SM12x and the ROCm fallback", kv_dtypes=BF16),
-        Claim("attention", ("triton",), "supported", CUDA,
+        Claim("attention", ("triton",), "supported", SM8X + SM90 + SM10X + SM12X,
               "S32: SGLang's fp8_e5m2 fallback for fa3; the kernels dequantize in-kernel", kv_dtypes=("fp8_e5m2",)),
         # fp8_e4m3 is unknown: Triton's fp8e4nv needs capability >= 8.9 (U11) but SGLang was not seen failing
-        *(Claim(role, ("triton",), "refused", SM8X + SM90 + SM10X, _HIP_ONLY) for role in ("dsa_prefill", "dsa_decode")),
+        *(Claim(role, ("triton",), "refused", SM8X + SM90 + SM10X + SM110, _HIP_ONLY)
+          for role in ("dsa_prefill", "dsa_decode")),
         # SGLang's resolution lets GLM DSA with fp8 on SM12x through; the kernel path is still HIP-only
         *(Claim(role, ("triton",), "unsupported", SM12X,
                 _HIP_ONLY + "; SGLang's check exempts GLM DSA with fp8 on SM12x, which then has no triton DSA kernel")

@@ -16,8 +16,10 @@ ADAPTER = KernelAdapter(
     claims=(
         Claim("dsa_prefill", ("trtllm",), "supported", SM10X, "B7: trtllm-gen runs on SM100/103"),
         Claim("dsa_decode", ("trtllm",), "supported", SM10X, "B7: trtllm-gen runs on SM100/103"),
-        Claim("dsa_prefill", ("trtllm",), "unsupported", SM8X + SM90 + SM110 + SM12X, "R1/R2/R3/R4: " + _WHY),
-        Claim("dsa_decode", ("trtllm",), "unsupported", SM8X + SM90 + SM110 + SM12X, "R1/R2/R3/R4: " + _WHY),
+        Claim("dsa_prefill", ("trtllm",), "unsupported", SM8X + SM90 + SM12X, "R1/R2/R3: " + _WHY),
+        Claim("dsa_decode", ("trtllm",), "unsupported", SM8X + SM90 + SM12X, "R1/R2/R3: " + _WHY),
+        Claim("dsa_prefill", ("trtllm",), "unsupported", SM110, "R4: " + _WHY),
+        Claim("dsa_decode", ("trtllm",), "unsupported", SM110, "R4: " + _WHY),
         Claim("dsa_prefill", ("trtllm",), "unsupported", ROCM, "FlashInfer is CUDA only (B13)"),
         Claim("dsa_decode", ("trtllm",), "unsupported", ROCM, "FlashInfer is CUDA only (B13)"),
         Claim("attention", ("trtllm_mha",), "supported", SM90 + SM12X,

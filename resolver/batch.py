@@ -15,9 +15,10 @@ from .api import Engine, resolve_request
 from .errors import ResolverError
 from .explain import to_json_dict
 
-__all__ = ["run_batch", "resolve_line"]
+__all__ = ["REQUEST_KEYS", "run_batch", "resolve_line"]
 
-_KEYS = {"id", "platform", "model", "model_arch", "args", "installed", "strict"}
+#: the keys of a batch request (also read by resolve diff --requests)
+REQUEST_KEYS = _KEYS = frozenset({"id", "platform", "model", "model_arch", "args", "installed", "strict"})
 
 
 def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True) -> dict[str, Any]:

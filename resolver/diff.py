@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .batch import REQUEST_KEYS as _KEYS
 from .errors import InputError, ResolverError
 
 __all__ = ["Change", "diff_outcomes", "diff"]
@@ -74,17 +75,29 @@ def _changes(old: dict, new: dict) -> list[tuple[str, str, tuple[str, ...]]]:
     return out
 
 
+def _flag(name: str, value) -> str:
+    """How a shared setting is typed: a true switch is the bare flag, a false one is not typed at all."""
+    flag = "--" + name.replace("_", "-")
+    return flag if value is True else f"(no {flag})" if value is False else f"{flag} {_v(value)}"
+
+
 def _v(value) -> str:
     return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def diff_outcomes(old_engine, new_engine, requests: list[dict]) -> list[Change]:
+def diff_outcomes(old_engine, new_engine, requests: list[dict]) -> tuple[list[Change], list[tuple[dict, str]]]:
+    """The changes, grouped; and the requests invalid under both packs (with the error), which
+    compare equal but check nothing."""
     groups: dict[tuple, Change] = {}
+    invalid = []
     for req in requests:
-        for kind, what, rules in _changes(_outcome(old_engine, req), _outcome(new_engine, req)):
+        old, new = _outcome(old_engine, req), _outcome(new_engine, req)
+        if old["status"] == new["status"] == "error" and old["error"] == new["error"]:
+            invalid.append((req, old["error"]))
+        for kind, what, rules in _changes(old, new):
             groups.setdefault((kind, what, rules), Change(kind, what, rules)).requests.append(req)
     order = ("now-refused", "now-resolves", "refused-differently", "value-changed", "error-changed")
-    return sorted(groups.values(), key=lambda c: (order.index(c.kind), -len(c.requests), c.what))
+    return sorted(groups.values(), key=lambda c: (order.index(c.kind), -len(c.requests), c.what)), invalid
 
 
 def _shared(requests: list[dict]) -> dict[str, Any]:
@@ -120,6 +133,10 @@ def _read_requests(path: str) -> list[dict]:
             raise InputError(f"--requests {path}:{number}: not valid JSON: {exc.msg}") from None
         if not isinstance(req, dict) or "platform" not in req:
             raise InputError(f"--requests {path}:{number}: a request is a JSON object with a 'platform'")
+        unknown = sorted(set(req) - _KEYS)
+        if unknown:
+            raise InputError(f"--requests {path}:{number}: unknown request key(s) {unknown}; known: {sorted(_KEYS)}")
+        req.setdefault("id", f"line {number}")
         out.append(req)
     return out
 
@@ -134,7 +151,7 @@ def _sweep_requests(pack) -> list[dict]:
 
 def _describe(change: Change) -> str:
     shared = _shared(change.requests)
-    flags = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {_v(v)}") for k, v in shared["args"].items())
+    flags = " ".join(_flag(k, v) for k, v in shared["args"].items())
     where = f"on {', '.join(shared['platforms'])}" + (f", {', '.join(shared['models'])}" if len(shared["models"]) <= 3
                                                        else f", {len(shared['models'])} models")
     return f"{'with ' + flags + ' ' if flags else ''}{where}: {change.what}"
@@ -157,21 +174,27 @@ def diff(argv: list[str], out) -> int:
             raise InputError(f"{d} is not a rule directory")
     old, new = get_engine(ns.old), get_engine(ns.new)
     requests = _read_requests(ns.requests) if ns.requests else _sweep_requests(new.pack)
-    changes = diff_outcomes(old, new, requests)
+    changes, invalid = diff_outcomes(old, new, requests)
+    changed = len({id(r) for c in changes for r in c.requests})
     if ns.format == "json":
-        out.write(json.dumps({"requests": len(requests), "changed": sum(len(c.requests) for c in changes),
-                              "changes": [c.to_dict() for c in changes]}, indent=2) + "\n")
+        out.write(json.dumps({"requests": len(requests), "changed": changed,
+                              "changes": [c.to_dict() for c in changes],
+                              "invalid": [{"request": r, "error": e} for r, e in invalid]}, indent=2) + "\n")
     else:
-        _write_text(changes, len(requests), ns.examples, out)
-    return 1 if changes else 0
+        _write_text(changes, len(requests), changed, ns.examples, out)
+        for req, error in invalid[:ns.examples]:
+            out.write(f"invalid under both packs: {req.get('id')}: {error}\n")
+        if len(invalid) > ns.examples:
+            out.write(f"... {len(invalid)} invalid requests in all\n")
+    # an invalid request checks nothing: a gate must not pass on it
+    return 2 if invalid else 1 if changes else 0
 
 
-def _write_text(changes: list[Change], total: int, examples: int, out) -> None:
-    changed = {id(r) for c in changes for r in c.requests}
-    out.write(f"{len(changed)} of {total} requests change outcome" + (":\n" if changes else ".\n"))
+def _write_text(changes: list[Change], total: int, changed: int, examples: int, out) -> None:
+    out.write(f"{changed} of {total} requests change outcome" + (":\n" if changes else ".\n"))
     for c in changes:
         out.write(f"\n{len(c.requests)} x {_describe(c)}\n")
         for rule in c.rules:
             out.write(f"    rule: {rule}\n")
-        ids = [str(r.get("id", i)) for i, r in enumerate(c.requests[:examples])]
+        ids = [str(r.get("id")) for r in c.requests[:examples]]
         out.write(f"    e.g. {', '.join(ids)}{' ...' if len(c.requests) > examples else ''}\n")

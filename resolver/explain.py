@@ -39,7 +39,9 @@ class Style:
         colour = mode == "always" or (mode == "auto" and tty and not os.environ.get("NO_COLOR")
                                       and os.environ.get("TERM") != "dumb")
         columns = os.environ.get("COLUMNS", "")
-        width = int(columns) if columns.isdigit() else (shutil.get_terminal_size().columns if tty else None)
+        width = None  # a pipe or a file is never wrapped: logs and golden files stay stable
+        if tty:
+            width = int(columns) if columns.isdigit() else shutil.get_terminal_size().columns
         return cls(colour, width)
 
     def __call__(self, text: str, kind: str) -> str:
@@ -165,7 +167,13 @@ def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
 def _root_cause(res, c) -> str:
     """What to change first: the flags the user typed that the conflict reads; else what the
     target itself brings (kernel facts, platform, model), which a flag cannot change."""
-    typed = [f for f in c.facts if f.source == "user" and f.name in res.engine.pack.options]
+    options = res.engine.pack.options
+    typed, seen = [], set()
+    for f in c.facts:  # user.X and typed.X are what was typed for option X
+        name = f.name.split(".", 1)[1] if f.name.startswith(("user.", "typed.")) else f.name
+        if f.source == "user" and name in options and name not in seen:
+            seen.add(name)
+            typed.append(FactUse(name, res.request.args.get(name, f.value), f.source, f.origin))
     if typed:
         flags = res.request.flags
         def flag(f):
@@ -177,7 +185,9 @@ def _root_cause(res, c) -> str:
     if kernel:
         return "the kernels available on " + res.request.platform.name + " (" + ", ".join(
             f"{f.name} = {_v(f.value)}" for f in kernel) + ")"
-    given = [f for f in c.facts if f.source in ("platform", "model", "derived")]
+    given = [f for f in c.facts if f.source in ("platform", "model", "derived")] or list(c.facts)
+    if not given:
+        return f"the rule itself ({c.rule.id})"
     return "the target itself: " + ", ".join(f"{f.name} = {_v(f.value)}" for f in given[:3])
 
 

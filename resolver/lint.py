@@ -272,7 +272,7 @@ def _no_fix(pack: RulePack) -> list[Finding]:
         if not options_behind(pack, names):
             out.append(Finding("no-fix", c.ref.file, c.ref.line,
                                f"conflict {c.ref.id} reads no option the user can change and has no fixes: "
-                               "nobody can act on it (add fixes:, or say so in the message and mark it a warning)"))
+                               "nobody can act on it (add fixes: with the change that helps, e.g. another platform's flags)"))
     return out
 
 
@@ -340,6 +340,9 @@ def _lint(rules: str | None, sweep: bool, jobs: int, only=None):
         return problem_findings(exc), None  # the sweep needs a pack that loads
     findings = static_findings(pack)
     report = None
+    if sweep and findings:
+        findings.append(Finding("sweep-skipped", pack.directory, 0, "the sweep did not run: fix the static findings "
+                                "first (it needs a pack that holds together)", severity="warning"))
     if sweep and not findings:
         from .sweep import run_sweep
 
@@ -351,7 +354,7 @@ def _lint(rules: str | None, sweep: bool, jobs: int, only=None):
 
 
 def _example(req: dict) -> str:
-    args = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in req["args"].items())
+    args = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in req["args"].items())
     return f"{req['model_kind']} model on {req['platform']}" + (f" with {args}" if args else " with nothing set")
 
 

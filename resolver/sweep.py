@@ -71,15 +71,23 @@ def _served(role_prefix: str) -> list[str]:
 
 def requests(pack) -> list[dict[str, Any]]:
     """Every request of the sweep, in a fixed order."""
+    from .errors import InputError
     from .platforms import PLATFORMS
 
+    missing = sorted({"kv_cache_dtype", "attention_backend"} - set(pack.options))
+    if missing:
+        raise InputError(f"the sweep varies {', '.join(missing)}, which this rule pack does not declare "
+                         "(use --no-sweep, or --requests FILE with resolve diff)")
     kv_values = [None] + [v for v in pack.options["kv_cache_dtype"].choices if v not in
                           pack.options["kv_cache_dtype"].unset_values]
     attention = [v for v in _served("attention") if v in pack.options["attention_backend"].choices]
     choices: dict[str, list[dict[str, Any]]] = {
-        kind: [{}] + [{"attention_backend": v} for v in attention] + list(_SWITCHES) for kind in MODEL_KINDS}
+        kind: [{}] + [{"attention_backend": v} for v in attention] + [s for s in _SWITCHES if set(s) <= set(pack.options)]
+        for kind in MODEL_KINDS}
     for kind in _DSA_KINDS:
         for option in ("dsa_prefill_backend", "dsa_decode_backend"):
+            if option not in pack.options:
+                continue
             served = _served(option.removesuffix("_backend"))  # dsa_prefill, dsa_decode: the roles
             choices[kind] += [{option: v} for v in served if v in pack.options[option].choices]
     out = []

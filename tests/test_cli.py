@@ -195,8 +195,16 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
 def test_text_wraps_to_columns_and_json_keeps_the_root_cause(monkeypatch):
     from .conftest import SEED_ARGV
 
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
     monkeypatch.setenv("COLUMNS", "72")
-    out = io.StringIO()
+    monkeypatch.setenv("NO_COLOR", "1")
+    piped = io.StringIO()
+    main(SEED_ARGV, piped, io.StringIO())
+    assert max(map(len, piped.getvalue().splitlines())) > 72  # a pipe is never wrapped
+    out = Tty()
     assert main(SEED_ARGV, out, io.StringIO()) == 1
     message_lines = [line for line in out.getvalue().splitlines() if not line.lstrip().startswith(("├", "└", "│"))]
     assert max(map(len, message_lines)) <= 72

@@ -101,7 +101,7 @@ class Probe:
     detail: str = ""
     #: SM numbers (90, 100, ...) the installed binary has GPU code for; None when not read (JIT, or no binary)
     archs: tuple[int, ...] | None = None
-    ptx: bool = False  # the binary also carries PTX (loadable on newer GPUs through the driver's JIT)
+    ptx: tuple[int, ...] = ()  # SM numbers of its PTX (the driver JIT-compiles it for the same or newer GPUs)
 
 
 @dataclass(frozen=True)
@@ -198,4 +198,4 @@ def _with_gpu_code(probe: Probe, spec, binary: str) -> Probe:
     if code is None:
         return dataclasses.replace(probe, detail=f"{probe.detail}; {name} has no GPU code section")
     return dataclasses.replace(probe, detail=f"{probe.detail}; {name}: {code.describe()}", archs=code.sass,
-                               ptx=bool(code.ptx))
+                               ptx=code.ptx)

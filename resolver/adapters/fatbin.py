@@ -63,12 +63,16 @@ def _parse(data: bytes, path: str) -> GpuCode:
                 continue
             raise FatbinError(f"{path}: bad fatbin magic {magic:#x} at offset {pos} of .nv_fatbin")
         entry, end = pos + header_size, pos + header_size + payload_size
+        if header_size < _CONTAINER.size:
+            raise FatbinError(f"{path}: fatbin container at offset {pos} has a {header_size}-byte header")
         if end > len(data):
             raise FatbinError(f"{path}: fatbin container at offset {pos} runs past the section")
         while entry + _SM_OFFSET + 4 <= end:
             kind, _v, entry_header, padded = _ENTRY.unpack_from(data, entry)
             if entry_header < _SM_OFFSET + 4:
                 raise FatbinError(f"{path}: fatbin entry at offset {entry} has a {entry_header}-byte header")
+            if entry_header + padded == 0:
+                raise FatbinError(f"{path}: empty fatbin entry at offset {entry}")
             (sm,) = struct.unpack_from("<I", data, entry + _SM_OFFSET)
             (ptx if kind == _PTX else sass if kind == _SASS else set()).add(sm)
             entry += entry_header + padded

@@ -96,13 +96,21 @@ def _not_runnable_here(adapter: KernelAdapter, probe: Probe, backend: str, platf
     if not probe.installed:
         return f"its package {adapter.package} is not installed here ({probe.detail})"
     target = _PLATFORM.get(platform)
-    if backend in adapter.compiled_backends and probe.archs is not None and not probe.ptx and target is not None \
-            and target.vendor == "nvidia" and not any(sm // 10 == target.major for sm in probe.archs):
-        # no SASS of the device's major and no PTX: the driver cannot load it (kernels.md 0.5)
+    if backend in adapter.compiled_backends and probe.archs is not None and target is not None \
+            and target.vendor == "nvidia" and not _loadable(probe, target.major, target.minor):
         built = ", ".join(f"sm_{sm}" for sm in probe.archs) or "no GPU"
-        return (f"the installed {adapter.package} {probe.version or ''} has {built} code only and no PTX "
-                f"({probe.detail})").replace("  ", " ")
+        return (f"the installed {adapter.package} {probe.version or ''} has {built} code only and no PTX it could "
+                f"run ({probe.detail})").replace("  ", " ")
     return ""
+
+
+def _loadable(probe: Probe, major: int, minor: int) -> bool:
+    """Can the driver load this build on capability major.minor?  SASS needs the same major and a
+    minor not above the device's (an "a" build needs the exact one, which the SM number alone does
+    not tell, so this errs towards loadable); PTX needs a target at or below the device's
+    (kernels.md 0.5)."""
+    device = major * 10 + minor
+    return any(sm // 10 == major and sm % 10 <= minor for sm in probe.archs) or any(sm <= device for sm in probe.ptx)
 
 
 def _builtin_adapters() -> list[KernelAdapter]:

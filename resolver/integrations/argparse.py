@@ -80,7 +80,8 @@ def resolve_namespace(parser: argparse.ArgumentParser, ns: argparse.Namespace, *
     """
     engine = get_engine(rules)
     typed = _typed(parser, ns, engine.pack)
-    platform = platform or getattr(ns, "resolver_platform", None) or "auto"
+    own = _existing(parser, ["--platform"])  # the launcher's own --platform, or the one added above
+    platform = platform or (getattr(ns, own.dest, None) if own is not None else None) or "auto"
     res = resolve_request(engine, platform=platform, args={name: value for name, (_, value) in typed.items()},
                           model=model, model_arch=model_arch)
     if res.conflicts:

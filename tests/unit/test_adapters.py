@@ -110,15 +110,20 @@ def test_a_probe_reads_the_installed_build_and_the_verdict_uses_it(tmp_path, mon
     (pkg / "_C.abi3.so").write_bytes(_elf([(".nv_fatbin", _fatbin([(2, 90), (2, 100)]))]))
     monkeypatch.syspath_prepend(str(tmp_path))
     probe = package_probe("fakekern", "fakekern", "_C*.so")()
-    assert probe.installed and probe.archs == (90, 100) and not probe.ptx and "_C.abi3.so: SASS sm_90, sm_100" in probe.detail
-    adapter = _adapter(Claim("dsa_decode", ("k",), "supported", ("sm90", "sm100", "sm120"), "upstream says so"),
+    assert probe.installed and probe.archs == (90, 100) and probe.ptx == () and "_C.abi3.so: SASS sm_90, sm_100" in probe.detail
+    adapter = _adapter(Claim("dsa_decode", ("k",), "supported", ("sm90", "sm100", "sm103", "sm120"), "upstream says so"),
                        compiled_backends=("k",))
     reg = Registry([adapter], [], {"t": probe})
     assert reg.verdict("dsa_decode", "k", "sm100").status == "supported"
     on_120 = reg.verdict("dsa_decode", "k", "sm120")
     assert on_120.status == "unsupported" and "has sm_90, sm_100 code only and no PTX" in on_120.why
     # with PTX in the build the driver can JIT it: not refused
-    ptx = Registry([adapter], [], {"t": Probe(True, "1", "x", archs=(90,), ptx=True)})
+    ptx = Registry([adapter], [], {"t": Probe(True, "1", "x", archs=(90,), ptx=(90,))})
     assert ptx.verdict("dsa_decode", "k", "sm120").status == "supported"
+    # same major is not enough: sm_103 code does not load on 10.0, sm_100 code does load on 10.3
+    newer = Registry([adapter], [], {"t": Probe(True, "1", "x", archs=(103,))})
+    assert newer.verdict("dsa_decode", "k", "sm100").status == "unsupported"
+    older = Registry([adapter], [], {"t": Probe(True, "1", "x", archs=(100,))})
+    assert older.verdict("dsa_decode", "k", "sm103").status == "supported"
     # without the probes counting (a named target platform), the build is not consulted
     assert Registry([adapter], []).verdict("dsa_decode", "k", "sm120").status == "supported"

@@ -56,3 +56,21 @@ def test_an_unwritable_cache_does_not_fail_a_launch(tmp_path, monkeypatch):
     monkeypatch.setenv("LAUNCH_RESOLVER_CACHE", str(blocker / "sub"))  # a path under a file
     calls, build = _counting(default_rules_dir())
     assert cached_pack(default_rules_dir(), build)[0].options
+
+
+def test_a_foreign_or_misshapen_entry_is_never_used(tmp_path, monkeypatch):
+    import pickle
+
+    from resolver.pack_cache import _key
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LAUNCH_RESOLVER_CACHE", str(cache))
+    calls, build = _counting(default_rules_dir())
+    cached_pack(default_rules_dir(), build)
+    assert oct(cache.stat().st_mode & 0o777) == "0o700"
+    entry = cache / (_key(default_rules_dir()) + ".pickle")
+    entry.write_bytes(pickle.dumps(42))  # the right name, the wrong shape
+    assert cached_pack(default_rules_dir(), build)[0].options and len(calls) == 2
+    entry.chmod(0o666)  # writable by others: whoever could write it may have chosen its content
+    cached_pack(default_rules_dir(), build)
+    assert len(calls) == 3

@@ -39,6 +39,8 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
             raise ResolverError("the request has no 'platform'")
         if not isinstance(req.get("args", {}), dict):
             raise ResolverError("'args' must be an object of option: value")
+        if not isinstance(req.get("strict", False), bool):
+            raise ResolverError("'strict' must be true or false")
         if req.get("model") is not None and not isinstance(req["model"], dict):
             raise ResolverError("'model' must be an object of config.json fields")
         res = resolve_request(engine, platform=req["platform"], args=req.get("args") or {}, model=req.get("model"),

@@ -196,7 +196,8 @@ def _conflicts(res, style: Style) -> list[str]:
     tree = _Tree(res, style)
     for i, c in enumerate(res.conflicts, 1):
         out.append("")
-        out += style.wrap(c.message, style(f"[{i}] ", "bad"), "    ")
+        lines = style.wrap(c.message, f"[{i}] ", "    ")  # wrapped plain, then coloured: codes take no width
+        out += [style(f"[{i}] ", "bad") + lines[0][len(f"[{i}] "):], *lines[1:]]
         out += style.wrap(_root_cause(res, c), "    root cause: ", "      ")
         out.append(f"    rule: {style(str(c.rule), 'rule')}")
         if c.allowed is not None:

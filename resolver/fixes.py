@@ -301,7 +301,8 @@ def _describe_change(pack, flags, set_, unset, keep, user) -> str:
 
 
 def options_behind(pack: RulePack, names) -> set[str]:
-    """The options a condition reads, directly or through derived and kernel facts."""
+    """The options a condition reads, directly, as typed (user.X, typed.X), or through derived and
+    kernel facts."""
     out: set[str] = set()
     todo, seen = list(names), set()
     while todo:
@@ -309,6 +310,8 @@ def options_behind(pack: RulePack, names) -> set[str]:
         if name in seen:
             continue
         seen.add(name)
+        if name.startswith(("user.", "typed.")):
+            name = name.split(".", 1)[1]
         base = kernel_option(name) or name
         if base in pack.options:
             out.add(base)

@@ -267,9 +267,7 @@ def _no_fix(pack: RulePack) -> list[Finding]:
     for c in pack.conflicts:
         if c.hints or c.option:
             continue
-        names = set(c.when.names())
-        names |= {n.split(".", 1)[1] for n in names if n.startswith(("user.", "typed."))}
-        if not options_behind(pack, names):
+        if not options_behind(pack, c.when.names()):
             out.append(Finding("no-fix", c.ref.file, c.ref.line,
                                f"conflict {c.ref.id} reads no option the user can change and has no fixes: "
                                "nobody can act on it (add fixes: with the change that helps, e.g. another platform's flags)"))

@@ -16,23 +16,18 @@ from multiprocessing import get_context
 from typing import Any
 
 from .errors import ResolverError
+from .matrix import MODEL_KINDS as MATRIX_KINDS
 
 __all__ = ["MODEL_KINDS", "SweepReport", "requests", "run_sweep"]
 
-#: representative config.json of each model kind the rules tell apart
+#: representative config.json of each model kind the rules tell apart: the matrix's, and an MHA
+#: model with attention sinks (its defaults differ)
 MODEL_KINDS: dict[str, dict[str, Any]] = {
-    "mha": {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 32, "num_key_value_heads": 8,
-            "head_dim": 128},
+    **{kind.key: kind.config for kind in MATRIX_KINDS},
     "mha-sinks": {"architectures": ["GptOssForCausalLM"], "num_attention_heads": 64, "num_key_value_heads": 8,
                   "head_dim": 64},
-    "mla": {"architectures": ["DeepseekV3ForCausalLM"], "kv_lora_rank": 512, "num_key_value_heads": 128,
-            "qk_rope_head_dim": 64},
-    "dsa": {"architectures": ["DeepseekV32ForCausalLM"], "index_topk": 2048, "kv_lora_rank": 512,
-            "qk_rope_head_dim": 64},
-    "dsa-glm": {"architectures": ["GlmMoeDsaForCausalLM"], "index_topk": 2048, "kv_lora_rank": 512,
-                "qk_rope_head_dim": 64},
 }
-_DSA_KINDS = ("dsa", "dsa-glm")
+_DSA_KINDS = tuple(kind.key for kind in MATRIX_KINDS if "dsa_decode" in kind.tried_roles)
 #: options turned on by themselves (with what they need)
 _SWITCHES = ({"enable_hisparse": True, "disable_radix_cache": True},
              {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1})

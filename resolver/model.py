@@ -52,6 +52,21 @@ def load_model_config(path: str) -> dict[str, Any]:
     return data
 
 
+#: where multimodal configs (DeepseekVL2, Kimi-VL, Llava-style) keep the language model's fields
+_NESTED = ("text_config", "language_config")
+
+
+def _field(config: dict[str, Any], fieldname: str) -> tuple[Any, str] | None:
+    """A config field and where it was found: the top level first, else the language model's part."""
+    if fieldname in config:
+        return config[fieldname], fieldname
+    for part in _NESTED:
+        inner = config.get(part)
+        if isinstance(inner, dict) and fieldname in inner:
+            return inner[fieldname], f"{part}.{fieldname}"
+    return None
+
+
 def model_facts(config: dict[str, Any] | None = None, arch: str | None = None) -> dict[str, tuple[Any, str]]:
     """Model facts with their origins: ``{name: (value, origin)}``."""
     if config is not None and arch is not None:
@@ -75,18 +90,19 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None) -
         facts["model.architecture"] = (archs[0], "config.json architectures[0]")
     facts["model.from_arch_only"] = (False, "config.json")
     for name, (fieldname, _) in MODEL_FACTS.items():
-        if name in _COMPUTED or fieldname not in config:
+        found = _field(config, fieldname)
+        if name in _COMPUTED or found is None:
             continue
-        value = config[fieldname]
+        value, where = found
         if value is not None and not isinstance(value, (str, int, float, bool)):
             raise InputError(f"model config: '{fieldname}' must be a scalar, got {type(value).__name__}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = engine_number(value, f"model config: '{fieldname}'")
-        facts[name] = (value, f"config.json {fieldname}")
+        facts[name] = (value, f"config.json {where}")
     for name in _BOOL_FIELDS:
         value, origin = facts.get(name, (False, f"config.json (no {MODEL_FACTS[name][0]})"))
         facts[name] = (bool(value), origin)
-    head, v_head = config.get("head_dim"), config.get("v_head_dim")
+    head, v_head = ((_field(config, f) or (None,))[0] for f in ("head_dim", "v_head_dim"))
     facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,
                                     "config.json head_dim vs v_head_dim")
     return facts

@@ -52,3 +52,17 @@ def test_option_values_are_typed_normalised_and_checked():
                 {"dsa_decode_backend": "triton_sparse_mla"}, {"nope": 1}):
         with pytest.raises(InputError):
             coerce_args(pack, bad)
+
+
+def test_a_multimodal_config_is_read_through_its_language_part():
+    from resolver.model import model_facts
+
+    config = {"architectures": ["DeepseekVL2ForCausalLM"], "kv_lora_rank": None,
+              "language_config": {"kv_lora_rank": 512, "num_key_value_heads": 128, "head_dim": 192, "v_head_dim": 128}}
+    facts = model_facts(config)
+    assert facts["model.kv_lora_rank"] == (None, "config.json kv_lora_rank")  # the top level wins when present
+    del config["kv_lora_rank"]
+    facts = model_facts(config)
+    assert facts["model.kv_lora_rank"] == (512, "config.json language_config.kv_lora_rank")
+    assert facts["model.asymmetric_kv"][0] is True
+    assert model_facts({"architectures": ["X"], "text_config": {"index_topk": 2048}})["model.index_topk"][0] == 2048

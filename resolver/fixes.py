@@ -133,16 +133,29 @@ def attach_fixes(engine, request: Request, outcome: Outcome) -> tuple[ConflictRe
 
 def _start_over(trial: _Trial, pack: RulePack, reports, flags) -> tuple[Fix, ...]:
     """When no small change mends every conflict at once: omit every typed option the conflicts
-    read (or, failing that, every typed option) and let the resolver pick them all."""
+    read (or, failing that, every typed option) and let the resolver pick them all; where what is
+    left still conflicts, apply that conflict's own fix hint on top (a DSA model with no kernel
+    for its defaults here: TileLang and bfloat16)."""
     user = trial.request.args
     read = set()
     for r in reports:
         read |= options_behind(pack, [f.name for f in r.facts]) | set(r.options)
     for unset in (tuple(sorted(n for n in read if n in user)), tuple(sorted(user))):
-        if unset and trial.confirm({}, unset) is not None:
-            names = " ".join(flags[n] for n in unset)
+        if not unset:
+            continue
+        names = " ".join(flags[n] for n in unset)
+        if trial.confirm({}, unset) is not None:
             return (Fix(f"Omit {names} and let the resolver pick them all (no smaller change resolves every "
                         f"conflict)", {}, unset, ()),)
+        left = trial.screen({}, unset)
+        for c in (left.conflicts if left is not None else ()):
+            rule = pack.rule(c.rule.id)
+            for hint in getattr(rule, "hints", ()):
+                keep_unset = tuple(n for n in unset if n not in hint.set)
+                if trial.confirm(dict(hint.set), keep_unset) is not None:
+                    omitted = " ".join(flags[n] for n in keep_unset)
+                    return (Fix((f"Omit {omitted}; then: " if omitted else "") + hint.description, dict(hint.set),
+                                keep_unset, _argv(pack, dict(hint.set))),)
     return ()
 
 

@@ -311,7 +311,9 @@ def _kernel_context(facts) -> tuple[str | None, bool | None]:
 def _decide_option(name, compiled, firings, facts, request: Request) -> Derivation:
     option = compiled.pack.options[name]
     proposals: list[tuple[Default, dict]] = []
-    for key, read in firings.items():
+    # in branch order, not firing order: when several branches of one rule fire, the one reported
+    # must not depend on which the matcher happened to fire first
+    for key, read in sorted(firings.items()):
         b = compiled.branches[key]
         if isinstance(b.rule, Default) and name in b.rule.set:
             proposals.append((b.rule, read))
@@ -375,7 +377,7 @@ def _adjust(d: Derivation, compiled, session, firings, facts, values, request, w
             f["v"] = current
         batch = session.assert_facts([f])
         record(batch)
-        hit = [read for key, read in batch if compiled.branches[key].rule is adj]
+        hit = [read for key, read in sorted(batch, key=lambda kr: kr[0]) if compiled.branches[key].rule is adj]
         if not hit or adj.value == current:
             continue
         read = hit[0]

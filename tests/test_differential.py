@@ -85,7 +85,7 @@ args_strategy = st.fixed_dictionaries({}, optional={
     "size": st.sampled_from([1, 16, 64, 128])})
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(packs(), st.lists(st.tuples(st.sampled_from(PLATFORMS), args_strategy), min_size=1, max_size=4))
 def test_durable_rules_agrees_with_plain_python_on_random_packs(tmp_path_factory, text, requests):

@@ -383,3 +383,14 @@ def test_kernels_subcommand_filters_by_backend_and_shows_limits():
     (fa3,) = json.loads(out.getvalue())["adapters"]
     assert fa3["compiled_backends"] == ["fa3"] and {"kind": "head_dims"}.items() <= fa3["limits"][1].items()
     assert any(c["kv_dtypes"] == ["fp8_e4m3"] and c["status"] == "unsupported" for c in fa3["claims"])
+
+
+def test_when_no_small_change_helps_start_over_with_the_kernel_hint():
+    """DSA on SM121 with HiSparse and two refused backends: no one- or two-flag change resolves it, so the
+    fix omits what the conflicts read and applies the no-kernel conflict's own hint; it resolves."""
+    args = {"enable_hisparse": True, "disable_radix_cache": True, "dsa_prefill_backend": "tilelang",
+            "dsa_decode_backend": "flashinfer_sparse_mla"}
+    conflicts = _conflicts(args, "sm121", DSV32)
+    fixes = [f for c in conflicts.values() for f in c.fixes]
+    assert fixes and fixes[0].description.startswith("Omit --enable-hisparse; then: Use the TileLang DSA kernels")
+    _fixes_resolve(conflicts, args, "sm121", DSV32)

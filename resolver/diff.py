@@ -15,6 +15,8 @@ from typing import Any
 
 from .batch import REQUEST_KEYS as _KEYS
 from .errors import InputError, ResolverError
+from .explain import show_value as _v
+from .options import to_argv
 
 __all__ = ["Change", "diff_outcomes", "diff"]
 
@@ -73,16 +75,6 @@ def _changes(old: dict, new: dict) -> list[tuple[str, str, tuple[str, ...]]]:
             rule = new["deciders"].get(name) or old["deciders"].get(name, "")
             out.append(("value-changed", f"{name}: {_v(a)} -> {_v(b)}", (rule,)))
     return out
-
-
-def _flag(name: str, value) -> str:
-    """How a shared setting is typed: a true switch is the bare flag, a false one is not typed at all."""
-    flag = "--" + name.replace("_", "-")
-    return flag if value is True else f"(no {flag})" if value is False else f"{flag} {_v(value)}"
-
-
-def _v(value) -> str:
-    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def diff_outcomes(old_engine, new_engine, requests: list[dict]) -> tuple[list[Change], list[tuple[dict, str]]]:
@@ -149,9 +141,9 @@ def _sweep_requests(pack) -> list[dict]:
              "args": r["args"]} for r in requests(pack)]
 
 
-def _describe(change: Change) -> str:
+def _describe(change: Change, pack) -> str:
     shared = _shared(change.requests)
-    flags = " ".join(_flag(k, v) for k, v in shared["args"].items())
+    flags = " ".join(to_argv(pack, {k: v for k, v in shared["args"].items() if k in pack.options}))
     where = f"on {', '.join(shared['platforms'])}" + (f", {', '.join(shared['models'])}" if len(shared["models"]) <= 3
                                                        else f", {len(shared['models'])} models")
     return f"{'with ' + flags + ' ' if flags else ''}{where}: {change.what}"
@@ -181,7 +173,7 @@ def diff(argv: list[str], out) -> int:
                               "changes": [c.to_dict() for c in changes],
                               "invalid": [{"request": r, "error": e} for r, e in invalid]}, indent=2) + "\n")
     else:
-        _write_text(changes, len(requests), changed, ns.examples, out)
+        _write_text(changes, len(requests), changed, ns.examples, new.pack, out)
         for req, error in invalid[:ns.examples]:
             out.write(f"invalid under both packs: {req.get('id')}: {error}\n")
         if len(invalid) > ns.examples:
@@ -190,10 +182,10 @@ def diff(argv: list[str], out) -> int:
     return 2 if invalid else 1 if changes else 0
 
 
-def _write_text(changes: list[Change], total: int, changed: int, examples: int, out) -> None:
+def _write_text(changes: list[Change], total: int, changed: int, examples: int, pack, out) -> None:
     out.write(f"{changed} of {total} requests change outcome" + (":\n" if changes else ".\n"))
     for c in changes:
-        out.write(f"\n{len(c.requests)} x {_describe(c)}\n")
+        out.write(f"\n{len(c.requests)} x {_describe(c, pack)}\n")
         for rule in c.rules:
             out.write(f"    rule: {rule}\n")
         ids = [str(r.get("id")) for r in c.requests[:examples]]

@@ -11,10 +11,11 @@ from typing import Any
 
 from .resolution import FactUse
 
-__all__ = ["Style", "render_text", "to_json_dict"]
+__all__ = ["Style", "render_text", "show_value", "to_json_dict"]
 
 
-def _v(value: Any) -> str:
+def show_value(value: Any) -> str:
+    """A value as explanations print it: null, true, false, or the value."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -81,7 +82,7 @@ class _Tree:
         return out
 
     def _node(self, f: FactUse, indent, branch, cont, width, where) -> list[str]:
-        head = f"{indent}{branch}{self.style(f'{f.name:<{width}}', 'name')} = {_v(f.value):<16} "
+        head = f"{indent}{branch}{self.style(f'{f.name:<{width}}', 'name')} = {show_value(f.value):<16} "
         d = self.res.outcome.derivations.get(f.name) if f.source == "derived" else None
         if d is None:
             return [head + _origin(f)]
@@ -111,7 +112,7 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         width = max([len(n) for n in names] + [1])
         for name in names:
             d = res.derivations[name]
-            lines.append(f"  {name:<{width}} = {style(f'{_v(d.value):<16}', 'good')} ({_source_label(d)})")
+            lines.append(f"  {name:<{width}} = {style(f'{show_value(d.value):<16}', 'good')} ({_source_label(d)})")
         rest = len(pack.options) - len(names)
         if not only and rest:
             lines.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
@@ -140,7 +141,7 @@ def _source_label(d) -> str:
 
 def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
     d = res.derivations[name]
-    out = [f"  {style(name, 'name')} = {style(_v(d.value), 'good')}"]
+    out = [f"  {style(name, 'name')} = {style(show_value(d.value), 'good')}"]
     if d.source == "user":
         out.append(f"    set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})")
     elif d.rule is not None:
@@ -155,11 +156,11 @@ def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
         out += style.wrap(f"kernel on {res.request.platform.name}: {kernel.value} ({why})", "    ", "      ")
     for a in d.adjustments:
         kind = "normalised" if a.normalize else "adjusted"
-        out += style.wrap(f"{kind} {_v(a.old)} -> {_v(a.new)} by {a.rule}: {a.message}", "    ", "      ")
+        out += style.wrap(f"{kind} {show_value(a.old)} -> {show_value(a.new)} by {a.rule}: {a.message}", "    ", "      ")
     if d.candidates:
         out.append("    other candidates:")
         for c in d.candidates:
-            out += style.wrap(f"{_v(c.value)} from {c.rule} priority {c.priority}: {c.outcome} ({c.why})",
+            out += style.wrap(f"{show_value(c.value)} from {c.rule} priority {c.priority}: {c.outcome} ({c.why})",
                               "      - ", "        ")
     return out
 
@@ -178,17 +179,17 @@ def _root_cause(res, c) -> str:
         flags = res.request.flags
         def flag(f):
             spelled = flags.get(f.name, res.engine.pack.options[f.name].flag)
-            return spelled if f.value is True else f"{spelled} {_v(f.value)}"
+            return spelled if f.value is True else f"{spelled} {show_value(f.value)}"
 
         return "you set " + ", ".join(map(flag, typed))
     kernel = [f for f in c.facts if f.source == "kernel" and not f.name.endswith("_why")]
     if kernel:
         return "the kernels available on " + res.request.platform.name + " (" + ", ".join(
-            f"{f.name} = {_v(f.value)}" for f in kernel) + ")"
+            f"{f.name} = {show_value(f.value)}" for f in kernel) + ")"
     given = [f for f in c.facts if f.source in ("platform", "model", "derived")] or list(c.facts)
     if not given:
         return f"the rule itself ({c.rule.id})"
-    return "the target itself: " + ", ".join(f"{f.name} = {_v(f.value)}" for f in given[:3])
+    return "the target itself: " + ", ".join(f"{f.name} = {show_value(f.value)}" for f in given[:3])
 
 
 def _conflicts(res, style: Style) -> list[str]:
@@ -201,7 +202,7 @@ def _conflicts(res, style: Style) -> list[str]:
         out += style.wrap(_root_cause(res, c), "    root cause: ", "      ")
         out.append(f"    rule: {style(str(c.rule), 'rule')}")
         if c.allowed is not None:
-            out.append(f"    allowed {c.options[0] if c.options else ''}: {', '.join(map(_v, c.allowed)) or 'none on this platform'}")
+            out.append(f"    allowed {c.options[0] if c.options else ''}: {', '.join(map(show_value, c.allowed)) or 'none on this platform'}")
         if c.evidence:
             out += style.wrap(c.evidence, "    evidence: ", "      ")
         out.append("    caused by:")

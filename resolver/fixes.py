@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from .errors import AmbiguousDefaultError
 from .loader import kernel_option
+from .options import to_argv
 from .resolution import ConflictReport, Fix, Outcome, Request, conflict_report, format_value, run
 from .rules import Conflict, RulePack
 
@@ -72,18 +73,6 @@ class _Trial:
     def confirm(self, set_: dict, unset: tuple = ()) -> Outcome | None:
         out = self._run(self._confirm, self.engine.durable, set_, unset)
         return out if out is not None and not out.conflicts else None
-
-
-def _argv(pack: RulePack, set_: dict) -> tuple[str, ...]:
-    argv: list[str] = []
-    for name in sorted(set_):
-        opt, value = pack.options[name], set_[name]
-        if opt.type == "bool":
-            if value:
-                argv.append(opt.flag)
-        elif value is not None:
-            argv += [opt.flag, format_value(value)]
-    return tuple(argv)
 
 
 def _domain(pack: RulePack, name: str, current: Any, user_set: bool) -> list[Any]:
@@ -155,7 +144,7 @@ def _start_over(trial: _Trial, pack: RulePack, reports, flags) -> tuple[Fix, ...
                 if trial.confirm(dict(hint.set), keep_unset) is not None:
                     omitted = " ".join(flags[n] for n in keep_unset)
                     return (Fix((f"Omit {omitted}; then: " if omitted else "") + hint.description, dict(hint.set),
-                                keep_unset, _argv(pack, dict(hint.set))),)
+                                keep_unset, to_argv(pack, dict(hint.set))),)
     return ()
 
 
@@ -166,7 +155,7 @@ def _strict_fixes(trial: _Trial, pack: RulePack, report: ConflictReport, flags) 
     for set_, unset, text in (({name: wanted}, (), f"Use {flags[name]} {format_value(wanted)}"),
                               ({}, (name,), f"Omit {flags[name]} and let the resolver pick")):
         if trial.confirm(set_, unset) is not None:
-            fixes.append(Fix(text, set_, unset, _argv(pack, set_)))
+            fixes.append(Fix(text, set_, unset, to_argv(pack, set_)))
     return fixes
 
 
@@ -253,7 +242,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
             continue
         outcomes.add(same)
         set_key, unset_key = key  # "set a flag to false" is written as "omit it"
-        fixes.append(Fix(describe(out), dict(set_key), unset_key, _argv(pack, dict(set_key))))
+        fixes.append(Fix(describe(out), dict(set_key), unset_key, to_argv(pack, dict(set_key))))
         if len(fixes) >= _MAX_FIXES:
             break
     return fixes

@@ -22,6 +22,7 @@ from typing import Any
 from .conditions import Atom, parse_condition
 from .errors import InputError, RuleFileErrors, RuleFileProblem
 from .loader import kernel_option
+from .options import to_argv
 from .platforms import ALL_PLATFORMS, PLATFORM_FACTS
 from .rules import Default, RulePack
 
@@ -328,12 +329,10 @@ def _sweep_filter(platforms, kinds):
 
 
 def _lint(rules: str | None, sweep: bool, jobs: int, only=None):
-    from .compiler import compile_pack
-    from .loader import load_rules
+    from .api import get_engine
 
     try:
-        pack = load_rules(rules)
-        compile_pack(pack)
+        pack = get_engine(rules).pack  # loaded and compiled once (and cached), as the sweep will use it
     except RuleFileErrors as exc:
         return problem_findings(exc), None  # the sweep needs a pack that loads
     findings = static_findings(pack)
@@ -346,13 +345,13 @@ def _lint(rules: str | None, sweep: bool, jobs: int, only=None):
 
         report = run_sweep(rules, pack, jobs or None, only)
         findings += [Finding(check, file, line, f"{message} ({count} request{'s' if count > 1 else ''}, e.g. "
-                                                f"{_example(example)})")
+                                                f"{_example(example, pack)})")
                      for (check, _rule, file, line), (count, message, example) in sorted(report.problems.items())]
     return findings, report
 
 
-def _example(req: dict) -> str:
-    args = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in req["args"].items())
+def _example(req: dict, pack) -> str:
+    args = " ".join(to_argv(pack, req["args"]))
     return f"{req['model_kind']} model on {req['platform']}" + (f" with {args}" if args else " with nothing set")
 
 

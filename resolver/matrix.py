@@ -137,12 +137,6 @@ def _kv_dtypes(pack) -> tuple[list[str], str]:
     return ordered, unset
 
 
-def _served_backends() -> set[str]:
-    from .adapters import registry
-
-    return {backend for adapter in registry().adapters for backend in adapter.serves()}
-
-
 def _reasons(resolution) -> tuple[Reason, ...]:
     return tuple(Reason(c.rule.id, c.message, tuple(c.options)) for c in resolution.conflicts)
 
@@ -166,7 +160,9 @@ def survey(engine) -> Survey:
                 values = {name: res.values[name] for name in [*result.shown(kind), KV_OPTION]}
                 result.defaults[kind.key, kv, platform.name] = DefaultCell(kind.key, kv, platform.name, values,
                                                                           _reasons(res))
-    served = _served_backends()
+    from .adapters import registry
+
+    served = registry().served()
     for option in result.options:
         for value in sorted(v for v in option.choices if v in served):
             for kind in MODEL_KINDS:

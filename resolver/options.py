@@ -13,10 +13,24 @@ from .errors import InputError
 from .numbers import engine_number
 from .rules import Option, RulePack
 
-__all__ = ["coerce_args", "coerce_value"]
+__all__ = ["coerce_args", "coerce_value", "to_argv"]
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
+
+
+def to_argv(pack: RulePack, values: dict[str, Any]) -> tuple[str, ...]:
+    """The flags that type ``values`` (option name -> value), in name order; a false switch or a
+    null value is not typed at all."""
+    argv: list[str] = []
+    for name in sorted(values):
+        opt, value = pack.options[name], values[name]
+        if opt.type == "bool":
+            if value:
+                argv.append(opt.flag)
+        elif value is not None:
+            argv += [opt.flag, str(value)]
+    return tuple(argv)
 
 
 def _did_you_mean(word: str, known) -> str:

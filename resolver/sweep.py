@@ -57,15 +57,9 @@ class SweepReport:
             entry[0] += count
 
 
-def _served(role_prefix: str) -> list[str]:
-    from .adapters import registry
-
-    return sorted({b for a in registry().adapters for c in a.claims if c.role.startswith(role_prefix)
-                   for b in c.backends})
-
-
 def requests(pack) -> list[dict[str, Any]]:
     """Every request of the sweep, in a fixed order."""
+    from .adapters import registry
     from .errors import InputError
     from .platforms import PLATFORMS
 
@@ -75,7 +69,7 @@ def requests(pack) -> list[dict[str, Any]]:
                          "(use --no-sweep, or --requests FILE with resolve diff)")
     kv_values = [None] + [v for v in pack.options["kv_cache_dtype"].choices if v not in
                           pack.options["kv_cache_dtype"].unset_values]
-    attention = [v for v in _served("attention") if v in pack.options["attention_backend"].choices]
+    attention = sorted(v for v in registry().served("attention") if v in pack.options["attention_backend"].choices)
     choices: dict[str, list[dict[str, Any]]] = {
         kind: [{}] + [{"attention_backend": v} for v in attention] + [s for s in _SWITCHES if set(s) <= set(pack.options)]
         for kind in MODEL_KINDS}
@@ -83,8 +77,8 @@ def requests(pack) -> list[dict[str, Any]]:
         for option in ("dsa_prefill_backend", "dsa_decode_backend"):
             if option not in pack.options:
                 continue
-            served = _served(option.removesuffix("_backend"))  # dsa_prefill, dsa_decode: the roles
-            choices[kind] += [{option: v} for v in served if v in pack.options[option].choices]
+            served = registry().served(option.removesuffix("_backend"))  # dsa_prefill, dsa_decode: the roles
+            choices[kind] += [{option: v} for v in sorted(served) if v in pack.options[option].choices]
     out = []
     for platform in PLATFORMS:
         for kind, model in MODEL_KINDS.items():

@@ -40,6 +40,7 @@ class Registry:
         self.errors = errors
         #: adapter name -> Probe, when the local machine's packages count (--platform auto / --check-installed)
         self.probed = probed
+        self._checking: Registry | None = None
         #: (role, backend, platform) -> the claims about it, in load order
         self._index: dict[tuple[str, str, str], list[tuple[Claim, KernelAdapter]]] = {}
         for adapter in adapters:
@@ -77,9 +78,21 @@ class Registry:
         scope = f" ({claim.scope()})" if claim.scope() else ""
         return Verdict(claim.status, f"{claim.evidence}{scope} [adapter {adapter.name}, {adapter.source}; {claim.strength}]")
 
+    def served(self, role_prefix: str | None = None) -> set[str]:
+        """The backends the adapters speak about: all of them, or those with a claim in a role
+        starting with ``role_prefix`` ("attention" covers prefill, decode and draft too)."""
+        if role_prefix is None:
+            return {b for adapter in self.adapters for b in adapter.serves()}
+        return {b for adapter in self.adapters for c in adapter.claims if c.role.startswith(role_prefix)
+                for b in c.backends}
+
     def checking_installed(self) -> "Registry":
-        """The same claims, with this machine's probes counting (a missing package cannot run)."""
-        return Registry(self.adapters, self.errors, self.probes())
+        """The same claims, with this machine's probes counting (a missing package cannot run).
+        Probed once per registry: a batch of --platform auto requests does not re-read the
+        installed libraries for every line (reload_registry() after installing one)."""
+        if self._checking is None:
+            self._checking = Registry(self.adapters, self.errors, self.probes())
+        return self._checking
 
     def probes(self) -> dict[str, Probe | AdapterError]:
         out: dict[str, Probe | AdapterError] = {}

@@ -60,8 +60,10 @@ def kernels(argv: list[str], out: TextIO) -> int:
     probes = reg.probes()
     rows = [_adapter_row(a, probes[a.name]) for a in adapters]
     errors = [str(e) for e in reg.errors]
+    # the probes shown here are this machine's: the same warnings as a --check-installed resolution
+    warnings = list(reg.checking_installed().warnings())
     if ns.format == "json":
-        out.write(json.dumps({"adapters": rows, "errors": errors}, indent=2) + "\n")
+        out.write(json.dumps({"adapters": rows, "errors": errors, "warnings": warnings}, indent=2) + "\n")
         return 0
     for r in rows:
         state = ("probe failed: " + r["probe_error"]) if r["probe_error"] else (
@@ -84,8 +86,7 @@ def kernels(argv: list[str], out: TextIO) -> int:
                     note = f"; {lim['note']}" if lim["note"] else ""
                     out.write(f"    {lim['kind'].replace('_', ' ')}: {', '.join(map(str, lim['values']))} "
                               f"({lim['evidence']}{note})\n")
-    for e in errors:
-        out.write(f"error: {e}\n")
+    out.writelines(f"warning: {w}\n" for w in warnings)
     out.write("platforms no adapter mentions are unknown: neither refused nor preferred\n")
     return 0
 

@@ -234,7 +234,7 @@ def test_kernels_subcommand_text():
     assert "flashinfer-trtllm (built-in)" in text and "unsupported on sm80" in text and "unknown" in text
 
 
-def test_check_installed_counts_this_machines_packages(monkeypatch):
+def test_check_installed_counts_this_machines_packages(monkeypatch, request):
     from resolver.adapters.base import Probe
     from resolver.adapters.registry import Registry
 
@@ -247,6 +247,8 @@ def test_check_installed_counts_this_machines_packages(monkeypatch):
         return out
 
     monkeypatch.setattr(Registry, "probes", fake_probes)
+    reload_registry()  # probes are cached per registry: an earlier test may have probed the real machine
+    request.addfinalizer(reload_registry)  # and these fake probes must not outlive this test
     # a named target: the local packages do not count unless asked
     assert resolve({}, platform="b200", model=DSV32).values["dsa_decode_backend"] == "trtllm"
     res = resolve({}, platform="b200", model=DSV32, check_installed=True)

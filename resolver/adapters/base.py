@@ -129,7 +129,12 @@ def validate(adapter: object, origin: str) -> KernelAdapter:
     """Check an adapter object; raise AdapterError naming it (and ``origin``) on any problem."""
     if not isinstance(adapter, KernelAdapter):
         raise AdapterError(f"kernel adapter from {origin} is a {type(adapter).__name__}, not a KernelAdapter")
+    # the name is printed in every listing and warning: one line of text, or it could forge others
+    if not isinstance(adapter.name, str) or not adapter.name.strip() or not adapter.name.isprintable():
+        raise AdapterError(f"kernel adapter from {origin}: its name must be non-empty printable text, got {adapter.name!r}")
     where = f"kernel adapter '{adapter.name}' ({origin})"
+    if not callable(adapter.probe):
+        raise AdapterError(f"{where}: its probe is a {type(adapter.probe).__name__}, not a function")
     if not adapter.claims:
         raise AdapterError(f"{where} declares no claims")
     for c in adapter.claims:

@@ -1,25 +1,41 @@
 """The kernel adapters in force: the built-in ones plus third-party ones from the entry-point
 group ``resolver.kernels`` (so a kernel package can ship its own adapter).
 
-A third-party adapter that is malformed or whose probe crashes gives an AdapterError naming it;
-the others still load.  Where several adapters claim the same (role, backend, platform), the
-last one loaded wins and the explanation names it: built-ins load first, then entry points
-sorted by name, so a kernel package's own (newer) claim overrides the built-in one.
+A third-party adapter (a *plugin*) that is malformed or fails to load gives an AdapterError naming
+it; the others still load.  A plugin cannot take the name of a built-in adapter or of another
+plugin: it would silently replace that adapter's probe (probes are looked up by name), so it is
+not loaded and the error names both.  Where several adapters claim the same (role, backend,
+platform), the last one loaded wins and the verdict's reason names it: built-ins load first, then
+entry points sorted by name, so a kernel package's own (newer) claim overrides the built-in one.
+
+Probes are the adapters' Python code run on this machine; they run in daemon threads under one
+time budget (PROBE_TIMEOUT), once per registry.  A probe that raises, returns something other
+than a Probe, or does not answer in time is an AdapterError in ``probes()``; where probes count,
+that adapter's "supported" claims become "unknown" (not verified here), its other claims stand.
+Every problem with a plugin, and every failed probe where probes count, is a warning of every
+resolution it could change (``Registry.warnings()``), prefixed by WARNING_PLUGIN or WARNING_PROBE.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
 import importlib.metadata
+import re
 import threading
+import time
 from dataclasses import dataclass
 
 from ..platforms import ALL_PLATFORMS
 from .base import ROLE_FALLBACK, AdapterError, Claim, KernelAdapter, Probe, validate
 
-__all__ = ["Registry", "registry", "reload_registry", "GROUP"]
+__all__ = ["GROUP", "PROBE_TIMEOUT", "WARNING_PLUGIN", "WARNING_PROBE", "Registry", "registry", "reload_registry"]
 
 GROUP = "resolver.kernels"
+#: seconds all probes together may take (they run in parallel); a probe still running then is abandoned
+PROBE_TIMEOUT = 5.0
+#: stable prefixes of the warnings about adapters (what tools may match on until warnings have codes)
+WARNING_PLUGIN = "plugin:"  # an entry-point adapter failed to load, clashed, or its probe failed
+WARNING_PROBE = "probe:"  # a built-in adapter's probe failed
 _BUILTIN = ("flashmla", "fa3", "fa4", "flashinfer", "trtllm", "flashinfer_sparse_mla", "tilelang", "triton", "aiter",
             "intel_xpu", "torch_native", "hpc_ops")
 _PLATFORM = {p.name: p for p in ALL_PLATFORMS}
@@ -41,6 +57,9 @@ class Registry:
         #: adapter name -> Probe, when the local machine's packages count (--platform auto / --check-installed)
         self.probed = probed
         self._checking: Registry | None = None
+        self._probes: dict[str, Probe | AdapterError] | None = probed
+        # re-entrant: checking_installed() probes while holding it; one probe run however many threads ask
+        self._lock = threading.RLock()
         #: (role, backend, platform) -> the claims about it, in load order
         self._index: dict[tuple[str, str, str], list[tuple[Claim, KernelAdapter]]] = {}
         for adapter in adapters:
@@ -71,11 +90,16 @@ class Registry:
             return Verdict("unknown", f"no adapter declares {backend} ({role}) on {platform}")
         claim, adapter = hit
         probe = (self.probed or {}).get(adapter.name)
+        scope = f" ({claim.scope()})" if claim.scope() else ""
         if claim.status == "supported" and isinstance(probe, Probe):
             missing = _not_runnable_here(adapter, probe, backend, platform)
             if missing:
                 return Verdict("unsupported", f"{missing} [adapter {adapter.name}, {adapter.source}; probed]")
-        scope = f" ({claim.scope()})" if claim.scope() else ""
+        if claim.status == "supported" and isinstance(probe, AdapterError):
+            # the install could not be checked: neither "runs here" (the package may be missing) nor
+            # "cannot run" (a broken or slow probe must not manufacture a conflict); the warning says why
+            return Verdict("unknown", f"{claim.evidence}{scope}, not verified on this machine: its probe gave no answer "
+                                      f"[adapter {adapter.name}, {adapter.source}; {claim.strength}]")
         return Verdict(claim.status, f"{claim.evidence}{scope} [adapter {adapter.name}, {adapter.source}; {claim.strength}]")
 
     def served(self, role_prefix: str | None = None) -> set[str]:
@@ -86,22 +110,67 @@ class Registry:
         return {b for adapter in self.adapters for c in adapter.claims if c.role.startswith(role_prefix)
                 for b in c.backends}
 
-    def checking_installed(self) -> "Registry":
+    def checking_installed(self) -> Registry:
         """The same claims, with this machine's probes counting (a missing package cannot run).
         Probed once per registry: a batch of --platform auto requests does not re-read the
         installed libraries for every line (reload_registry() after installing one)."""
-        if self._checking is None:
-            self._checking = Registry(self.adapters, self.errors, self.probes())
-        return self._checking
+        with self._lock:
+            if self._checking is None:
+                self._checking = Registry(self.adapters, self.errors, self.probes())
+            return self._checking
 
     def probes(self) -> dict[str, Probe | AdapterError]:
-        out: dict[str, Probe | AdapterError] = {}
+        """adapter name -> what its probe found on this machine, or the AdapterError saying why it
+        has no answer; run once per registry (a copy: callers may change theirs)."""
+        with self._lock:
+            if self._probes is None:
+                self._probes = _run_probes(self.adapters, PROBE_TIMEOUT)
+            return dict(self._probes)
+
+    def warnings(self) -> tuple[str, ...]:
+        """What a result of this registry cannot be trusted for: every plugin that did not load (its
+        claims could have changed any verdict) and, where probes count, every probe without an answer."""
+        out = [f"{WARNING_PLUGIN} {e}; its claims are not used" for e in self.errors]
         for adapter in self.adapters:
+            probe = (self.probed or {}).get(adapter.name)
+            if isinstance(probe, AdapterError):
+                prefix = WARNING_PROBE if adapter.source == "built-in" else WARNING_PLUGIN
+                out.append(f"{prefix} {probe}; its kernels are treated as unknown (not verified on this machine)")
+        return tuple(out)
+
+
+def _run_probes(adapters: list[KernelAdapter], timeout: float) -> dict[str, Probe | AdapterError]:
+    """Run the probes in daemon threads and wait at most ``timeout`` seconds for all of them.  A probe
+    is Python code in this process and cannot be killed: one that has not answered by then is
+    abandoned (a daemon thread does not keep the process alive) and reported.  The built-in probes
+    (a file lookup each) share one thread, which costs less to start than one each on a busy
+    machine; every plugin gets its own, so a hanging plugin cannot keep any other probe from running."""
+    answers: dict[str, Probe | AdapterError] = {}
+
+    def run(group: list[KernelAdapter]) -> None:
+        for adapter in group:
+            where = f"kernel adapter '{adapter.name}' ({adapter.source})"
             try:
-                out[adapter.name] = adapter.probe()
-            except Exception as exc:  # noqa: BLE001 - a crashing probe is reported, not fatal
-                out[adapter.name] = AdapterError(f"kernel adapter '{adapter.name}' ({adapter.source}): probe failed: {exc!r}")
-        return out
+                got = adapter.probe()
+            except BaseException as exc:  # noqa: BLE001 - even SystemExit: in a thread it would vanish unreported
+                answers[adapter.name] = AdapterError(f"{where}: probe failed: {exc!r}")
+                continue
+            answers[adapter.name] = got if isinstance(got, Probe) else AdapterError(
+                f"{where}: probe returned a {type(got).__name__}, not a Probe")
+
+    groups = [[a for a in adapters if a.source == "built-in"]] + [[a] for a in adapters if a.source != "built-in"]
+    threads = [threading.Thread(target=run, args=(g,), name=f"probe {g[0].name}", daemon=True) for g in groups if g]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    out: dict[str, Probe | AdapterError] = {}
+    for a in adapters:
+        # a late answer may still arrive in ``answers``; it is ignored, so the result is fixed here
+        out[a.name] = answers.get(a.name) or AdapterError(
+            f"kernel adapter '{a.name}' ({a.source}): probe did not answer within {timeout:g}s")
+    return out
 
 
 def _not_runnable_here(adapter: KernelAdapter, probe: Probe, backend: str, platform: str) -> str:
@@ -130,19 +199,38 @@ def _builtin_adapters() -> list[KernelAdapter]:
     return [validate(importlib.import_module(f"{__package__}.{module}").ADAPTER, "built-in") for module in _BUILTIN]
 
 
+def _name_key(name: str) -> str:
+    """Names that read the same (case, "-" / "_" / "." / spaces) count as one: a look-alike of a
+    built-in's name would confuse every listing and explanation that names the adapter."""
+    return re.sub(r"[\s_.-]+", "-", name.strip().casefold())
+
+
 def _load() -> Registry:
     adapters = _builtin_adapters()
     errors: list[AdapterError] = []
+    #: name key -> who holds that name (for the error naming both sides of a clash)
+    taken = {_name_key(a.name): f"the built-in adapter '{a.name}'" for a in adapters}
     for ep in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name):
         origin = f"entry point {ep.name} = {ep.value}"
         try:
             obj = ep.load()
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken third-party package must not stop the others
+            errors.append(AdapterError(f"kernel adapter from {origin} failed to load: {exc!r}"))
+            continue
+        try:
             adapter = validate(obj, origin)
-            adapters.append(dataclasses.replace(adapter, source=origin))
         except AdapterError as exc:
             errors.append(exc)
-        except Exception as exc:  # noqa: BLE001 - a broken third-party package must not stop the others
-            errors.append(AdapterError(f"kernel adapter from {origin} failed to load: {exc!r}"))
+            continue
+        holder = taken.get(_name_key(adapter.name))
+        if holder is not None:
+            # loading it would replace the holder's probe (probes are looked up by name) with no trace
+            errors.append(AdapterError(
+                f"kernel adapter '{adapter.name}' from {origin} has the name of {holder} "
+                "(a plugin cannot replace another adapter: it needs a name of its own)"))
+            continue
+        taken[_name_key(adapter.name)] = f"the adapter '{adapter.name}' from {origin}"
+        adapters.append(dataclasses.replace(adapter, source=origin))
     return Registry(adapters, errors)
 
 

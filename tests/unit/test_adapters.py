@@ -1,5 +1,7 @@
 """The adapter data model: narrowed claims, role fallback, limits, compiled-arch probes."""
+import importlib
 import struct
+import threading
 
 import pytest
 
@@ -127,3 +129,54 @@ def test_a_probe_reads_the_installed_build_and_the_verdict_uses_it(tmp_path, mon
     assert older.verdict("dsa_decode", "k", "sm103").status == "supported"
     # without the probes counting (a named target platform), the build is not consulted
     assert Registry([adapter], []).verdict("dsa_decode", "k", "sm120").status == "supported"
+
+
+def test_probes_run_once_per_registry_and_a_failing_one_is_reported_not_raised(monkeypatch):
+    module = importlib.import_module("resolver.adapters.registry")  # the package's `registry` is the function
+    monkeypatch.setattr(module, "PROBE_TIMEOUT", 0.3)
+    calls = []
+    release = threading.Event()  # lets the hung probe's thread end with the test
+
+    def counted():
+        calls.append(1)
+        return Probe(True, "1", "ok")
+
+    def bad_type():
+        return "installed"
+
+    def raises():
+        raise OSError("unreadable")
+
+    def hangs():
+        release.wait(30)
+        return Probe(True, "1", "too late")
+
+    named = [(counted, "ok"), (bad_type, "typed"), (raises, "raises"), (hangs, "hangs")]
+    reg = Registry([validate(KernelAdapter(n, n, None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),),
+                                           probe=p, source=f"entry point {n} = m:{n}"), "test") for p, n in named], [])
+    try:
+        probes = reg.probes()
+        assert probes["ok"] == Probe(True, "1", "ok")
+        assert "probe returned a str, not a Probe" in str(probes["typed"])
+        assert "probe failed: OSError('unreadable')" in str(probes["raises"])
+        assert "probe did not answer within 0.3s" in str(probes["hangs"])
+        checking = reg.checking_installed()
+        assert reg.probes().keys() == probes.keys() and checking is reg.checking_installed() and len(calls) == 1
+        assert checking.verdict("dsa_decode", "k", "sm90").status == "unknown"
+        warnings = checking.warnings()
+        assert len(warnings) == 3 and all(w.startswith("plugin: kernel adapter '") for w in warnings)
+        assert reg.warnings() == ()  # the probes do not count for a named target: nothing to report
+    finally:
+        release.set()
+
+
+def test_an_adapter_name_is_one_line_of_text_and_look_alikes_are_one_name():
+    from resolver.adapters.registry import _name_key
+
+    for name in ("", "  ", "fa3\nwarning: all clear", None):
+        with pytest.raises(AdapterError, match="name must be non-empty printable text"):
+            validate(KernelAdapter(name, "x", None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),)), "test")
+    with pytest.raises(AdapterError, match="its probe is a str"):
+        validate(KernelAdapter("x", "x", None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),),
+                               probe="yes"), "test")
+    assert _name_key("Flashinfer_TRTLLM") == _name_key("flashinfer-trtllm") == _name_key(" flashinfer.trtllm ")

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from .api import Engine, resolve_request
 from .errors import ResolverError
 from .explain import to_json_dict
+from .safe_io import MAX_LINE_CHARS, parse_json
 
 __all__ = ["REQUEST_KEYS", "run_batch", "resolve_line"]
 
@@ -25,8 +26,10 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
     """Resolve one batch line into its result object (never raises a ResolverError)."""
     rid = None
     try:
+        if len(line) > MAX_LINE_CHARS:  # json.loads would hold it all, and more, in memory
+            raise ResolverError(f"the line is longer than the {MAX_LINE_CHARS // 2**20} MiB limit for a request")
         try:
-            req = json.loads(line)
+            req = parse_json(line, "the request")  # caps nesting depth and integer length
         except json.JSONDecodeError as exc:
             raise ResolverError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
         if not isinstance(req, dict):

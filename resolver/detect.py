@@ -1,27 +1,44 @@
 """``--platform auto``: find the local GPU.
 
 Probes, in order, each answering a list of GPUs or nothing: NVML (the optional
-``nvidia-ml-py`` package), ``nvidia-smi``, an already-installed torch (never installed or
-imported for this unless present), then ROCm's ``amd-smi`` and ``rocminfo``.  The first probe
-that sees GPUs decides.  Several GPU kinds in one machine, or none at all, are input errors
-that say how to name the target instead.  Nothing here imports a CUDA library unless the user
-already has it; every probe is injectable, so tests fake them and need no GPU.
+``nvidia-ml-py`` package), ``nvidia-smi``, an already-installed torch (never installed for this
+unless present), then ROCm's ``amd-smi`` and ``rocminfo``.  The first probe that sees GPUs
+decides.  Several GPU kinds in one machine, or none at all, are input errors that say how to
+name the target instead.  Every probe is injectable, so tests fake them and need no GPU.
+
+Probes are bounded: a GPU driver can hang and a tool can misbehave, and neither may hang or
+crash the resolver.  Tools run with a timeout and an output cap; the Python libraries (pynvml,
+torch) are imported only in a child interpreter under the same bounds, never in this process.
+A probe that times out, fails or answers nonsense is skipped with a reason, and the next one looks.
 """
 from __future__ import annotations
 
-import importlib
+import contextlib
 import importlib.util
-import json
+import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
 from .errors import InputError
 from .platforms import PLATFORMS, Platform, platform_from_capability
+from .safe_io import parse_json
 
-__all__ = ["Detection", "detect_platform", "PROBES"]
+__all__ = ["PROBES", "Detection", "Unavailable", "detect_platform"]
+
+#: seconds a tool (nvidia-smi, amd-smi, rocminfo) or the NVML probe may take
+PROBE_TIMEOUT = 10.0
+#: seconds for the torch probe: importing torch from a cold disk cache alone can take this long
+TORCH_TIMEOUT = 30.0
+#: bytes of output read from one probe; real answers are a few kilobytes
+MAX_OUTPUT = 2**20
 
 
 @dataclass(frozen=True)
@@ -30,18 +47,187 @@ class Detection:
     how: str  # e.g. "nvidia-smi: NVIDIA H100 80GB HBM3, compute capability 9.0 (8 GPUs)"
 
 
-# A probe returns [(device name, platform)] or None when it cannot look (tool or package absent).
-Probe = Callable[[], "list[tuple[str, Platform]] | None"]
+@dataclass(frozen=True)
+class Unavailable:
+    """A probe that could not look, and why (shown when no probe finds a GPU)."""
+
+    reason: str
 
 
-def _run(argv: list[str]) -> str | None:
-    if shutil.which(argv[0]) is None:
-        return None
+Found = list[tuple[str, Platform]]
+# A probe returns [(device name, platform)], Unavailable(reason), or None when its tool or
+# package is simply absent.
+Probe = Callable[[], "Found | Unavailable | None"]
+
+
+def _kill(proc: subprocess.Popen) -> None:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
+        if hasattr(os, "killpg"):  # the whole session: a tool's own children hold the pipe too
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()
+    except OSError:
+        pass  # already gone
+    with contextlib.suppress(subprocess.TimeoutExpired):  # stuck in the driver (uninterruptible): do not wait
+        proc.wait(1.0)
+
+
+def _capture(argv: list[str], timeout: float) -> str | Unavailable:
+    """``argv``'s standard output, read for at most ``timeout`` seconds and ``MAX_OUTPUT`` bytes."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    except OSError as exc:
+        return Unavailable(f"cannot run: {exc.strerror or exc}")
+    stdout = proc.stdout
+    assert stdout is not None  # stdout=PIPE
+    out = bytearray()
+
+    def pump() -> None:  # a thread, so that a blocked read cannot outlast the timeout
+        while len(out) <= MAX_OUTPUT:
+            chunk = stdout.read1(65536)
+            if not chunk:
+                return
+            out.extend(chunk)
+
+    deadline = time.monotonic() + timeout
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    status = None
+    try:
+        reader.join(timeout)
+        if not reader.is_alive() and len(out) <= MAX_OUTPUT:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                status = proc.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        if status is None:  # timed out, over the cap, or interrupted (its own session never sees a Ctrl-C)
+            _kill(proc)
+    reader.join(1.0)  # the pipe closes once the process group is gone
+    if not reader.is_alive():
+        stdout.close()
+    if len(out) > MAX_OUTPUT:
+        return Unavailable(f"printed more than {MAX_OUTPUT // 2**20} MiB")
+    if status is None:
+        return Unavailable(f"timed out after {timeout:g}s")
+    if status != 0:
+        return Unavailable(f"exited with status {status}")
+    return out.decode("utf-8", errors="replace")  # a device name is no reason to fail
+
+
+def _run(argv: list[str]) -> str | Unavailable | None:
+    """A tool's output, Unavailable(reason) if it failed, None if it is not installed."""
+    exe = shutil.which(argv[0])
+    if exe is None:
         return None
-    return proc.stdout if proc.returncode == 0 else None
+    return _capture([exe, *argv[1:]], PROBE_TIMEOUT)
+
+
+# The child's answer is the last line of its output (a library may print while importing); it
+# leaves with os._exit so that a library's exit handlers (a CUDA teardown) cannot hang it.
+_CHILD_PRELUDE = r'''
+import json, os, sys
+
+def done(result):
+    sys.stdout.write("\n" + json.dumps(result) + "\n")
+    sys.stdout.flush()
+    os._exit(0)
+
+def failed(what, exc):
+    text = (str(exc).splitlines() or [""])[0][:100]
+    done({"unavailable": f"{what} ({type(exc).__name__}{': ' + text if text else ''})"})
+'''
+
+_NVML_CHILD = _CHILD_PRELUDE + r'''
+try:
+    import pynvml
+except BaseException as exc:
+    failed("not available: importing pynvml failed", exc)
+try:
+    pynvml.nvmlInit()
+except BaseException as exc:
+    failed("not available: no NVIDIA driver", exc)
+gpus = []
+try:
+    for i in range(pynvml.nvmlDeviceGetCount()):
+        handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+        major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+        name = pynvml.nvmlDeviceGetName(handle)
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "replace")
+        gpus.append({"name": str(name), "capability": f"{int(major)}.{int(minor)}"})
+except BaseException as exc:
+    failed("NVML error", exc)
+done({"gpus": gpus})
+'''
+
+_TORCH_CHILD = _CHILD_PRELUDE + r'''
+try:
+    import torch
+except BaseException as exc:
+    failed("not available: importing torch failed", exc)
+gpus = []
+try:
+    if torch.cuda.is_available():
+        hip = bool(getattr(torch.version, "hip", None))
+        for i in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(i)
+            if hip:
+                gpus.append({"name": str(props.name), "arch": str(getattr(props, "gcnArchName", ""))})
+            else:
+                gpus.append({"name": str(props.name), "capability": f"{int(props.major)}.{int(props.minor)}"})
+except BaseException as exc:
+    failed("CUDA error", exc)
+done({"gpus": gpus})
+'''
+
+
+def _run_python(code: str, timeout: float) -> dict[str, Any] | Unavailable:
+    """Run ``code`` in a child interpreter (bounded like a tool); its JSON answer."""
+    # -P: a pynvml.py or torch.py in the working directory is not imported
+    text = _capture([sys.executable, "-P", "-c", code], timeout)
+    if isinstance(text, Unavailable):
+        return text
+    last = text.strip().splitlines()[-1:]
+    try:
+        answer = parse_json(last[0], "probe") if last else None
+    except (ValueError, InputError):  # json.JSONDecodeError is a ValueError
+        answer = None
+    return answer if isinstance(answer, dict) else Unavailable("the probe gave no answer")
+
+
+def _has_module(name: str) -> bool:
+    """Whether ``name`` is installed, without importing it."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+_SHAPE = "answered in an unexpected shape"
+
+
+def _library_probe(code: str, timeout: float) -> Found | Unavailable:
+    answer = _run_python(code, timeout)
+    if isinstance(answer, Unavailable):
+        return answer
+    if "unavailable" in answer:
+        return Unavailable(str(answer["unavailable"])[:200])
+    gpus = answer.get("gpus")
+    if not isinstance(gpus, list):
+        return Unavailable(_SHAPE)
+    out = []
+    for gpu in gpus:
+        name = gpu.get("name") if isinstance(gpu, dict) else None
+        if not isinstance(name, str):
+            return Unavailable(_SHAPE)
+        cap, arch = gpu.get("capability"), gpu.get("arch")
+        if isinstance(cap, str) and re.fullmatch(r"\d+\.\d+", cap):
+            out.append(_nvidia(cap, name))
+        elif isinstance(arch, str):
+            out.append(_amd(arch, name))
+        else:
+            return Unavailable(_SHAPE)
+    return out
 
 
 def _nvidia(capability: str, name: str) -> tuple[str, Platform]:
@@ -60,88 +246,63 @@ def _amd(arch: str, name: str) -> tuple[str, Platform]:
     raise InputError(f"found {name} ({base}), which is not a known target; name one with --platform")
 
 
-def probe_nvml() -> list[tuple[str, Platform]] | None:
-    if importlib.util.find_spec("pynvml") is None:
+def probe_nvml() -> Found | Unavailable | None:
+    if not _has_module("pynvml"):
         return None
-    pynvml = importlib.import_module("pynvml")
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver: this probe cannot look
-        return None
-    try:
-        out = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-            name = pynvml.nvmlDeviceGetName(handle)
-            out.append(_nvidia(f"{major}.{minor}", name.decode() if isinstance(name, bytes) else name))
-        return out
-    except InputError:
-        raise
-    except Exception:  # noqa: BLE001 - an NVML error: let the next probe look
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
+    return _library_probe(_NVML_CHILD, PROBE_TIMEOUT)
 
 
-def probe_nvidia_smi() -> list[tuple[str, Platform]] | None:
+def probe_nvidia_smi() -> Found | Unavailable | None:
     text = _run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"])
-    if text is None:
-        return None
+    if not isinstance(text, str):
+        return text
     out = []
     for line in text.splitlines():
         if "," in line:
             name, cap = (part.strip() for part in line.rsplit(",", 1))
             if not re.fullmatch(r"\d+\.\d+", cap):  # e.g. [N/A] under MIG: this probe cannot tell
-                return None
+                return Unavailable(f"no compute capability reported ({cap[:20]!r})")
             out.append(_nvidia(cap, name))
     return out
 
 
-def probe_torch() -> list[tuple[str, Platform]] | None:
-    if importlib.util.find_spec("torch") is None:  # only a torch the user already has
+def probe_torch() -> Found | Unavailable | None:
+    if not _has_module("torch"):  # only a torch the user already has
         return None
-    torch = importlib.import_module("torch")
-    try:
-        if not torch.cuda.is_available():
-            return []
-        out = []
-        for i in range(torch.cuda.device_count()):
-            props = torch.cuda.get_device_properties(i)
-            if getattr(torch.version, "hip", None):
-                out.append(_amd(getattr(props, "gcnArchName", ""), props.name))
-            else:
-                out.append(_nvidia(f"{props.major}.{props.minor}", props.name))
-        return out
-    except Exception:  # noqa: BLE001 - a broken CUDA install: this probe cannot look
-        return None
+    return _library_probe(_TORCH_CHILD, TORCH_TIMEOUT)
 
 
-def probe_amd_smi() -> list[tuple[str, Platform]] | None:
+def probe_amd_smi() -> Found | Unavailable | None:
     text = _run(["amd-smi", "static", "--asic", "--json"])
-    if text is None:
-        return None
+    if not isinstance(text, str):
+        return text
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return None
+        data = parse_json(text, "amd-smi")
+    except (ValueError, InputError):
+        return Unavailable("printed no readable JSON")
+    gpus = data if isinstance(data, list) else data.get("gpu_data") if isinstance(data, dict) else None
+    if not isinstance(gpus, list):
+        return Unavailable(_SHAPE)
     out = []
-    for gpu in data if isinstance(data, list) else data.get("gpu_data", []):
-        asic = gpu.get("asic", {}) if isinstance(gpu, dict) else {}
-        arch = asic.get("target_graphics_version") or asic.get("gfx_version") or ""
-        if arch:
-            out.append(_amd(str(arch), asic.get("market_name", "AMD GPU")))
+    for gpu in gpus:
+        asic = gpu.get("asic", {}) if isinstance(gpu, dict) else None
+        if not isinstance(asic, dict):
+            return Unavailable(_SHAPE)
+        arch = asic.get("target_graphics_version") or asic.get("gfx_version")
+        name = asic.get("market_name") or "AMD GPU"
+        if arch is None:
+            continue
+        if not isinstance(arch, str) or not isinstance(name, str) or not re.match(r"gfx\w+", arch):
+            return Unavailable(f"no gfx architecture reported ({str(arch)[:20]!r})")  # e.g. "N/A"
+        out.append(_amd(arch, name))
     return out
 
 
-def probe_rocminfo() -> list[tuple[str, Platform]] | None:
+def probe_rocminfo() -> Found | Unavailable | None:
     text = _run(["rocminfo"])
-    if text is None:
-        return None
-    return [_amd(arch, f"AMD {arch}") for arch in re.findall(r"^\s*Name:\s*(gfx9\d\w*)\s*$", text, re.M)]
+    if not isinstance(text, str):
+        return text
+    return [_amd(arch, f"AMD {arch}") for arch in re.findall(r"^\s*Name:\s*(gfx9\d\w*)\s*$", text, re.MULTILINE)]
 
 
 #: (label, probe) in the order they are tried
@@ -161,6 +322,9 @@ def detect_platform(probes: list[tuple[str, Probe]] | None = None) -> Detection:
         found = probe()
         if found is None:
             tried.append(f"{label} (not available)")
+            continue
+        if isinstance(found, Unavailable):
+            tried.append(f"{label} ({found.reason})")
             continue
         if not found:
             tried.append(f"{label} (no GPU)")

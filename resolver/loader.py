@@ -22,6 +22,7 @@ from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .platforms import PLATFORM_FACTS
 from .rules import KERNEL_CONTEXT, Adjust, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
+from .safe_io import UnreadableFile, checked_path, file_problem, read_text
 
 __all__ = ["load_rules", "default_rules_dir"]
 
@@ -74,6 +75,86 @@ class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 _LineLoader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True))
 
 
+#: bytes of one rule file: composing YAML costs ~1.5 s per MiB, and shipped files are under 20 KB
+MAX_RULE_FILE_BYTES = 2**20
+#: YAML nodes one rule file may hold once its aliases are expanded.  The schema check and the
+#: builder walk the expanded tree, so a "billion laughs" file (aliases of aliases) would run for
+#: hours; the shipped files hold under 700 nodes each.
+MAX_YAML_NODES = 100_000
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """Nodes of ``root`` counting each alias as a full copy, stopping past MAX_YAML_NODES.
+
+    Iterative and memoized: linear in the distinct nodes, however the aliases multiply.
+    """
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        children = _children(node)
+        if finished:
+            on_path.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[id(node)] > MAX_YAML_NODES:
+                break
+        elif id(node) in on_path:
+            raise _TooBig("a YAML alias refers to a node that contains it (a recursive structure)")
+        elif id(node) not in sizes:
+            on_path.add(id(node))
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+    return max(sizes.values(), default=0)
+
+
+def _parse_yaml(text: str) -> Any:
+    """``yaml.load`` with the safe loader, refusing a document whose aliases expand past MAX_YAML_NODES."""
+    loader = _LineLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:  # the pure-Python parser (no libyaml) on very deep nesting
+            raise _TooBig("YAML nested too deeply") from None
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_YAML_NODES:
+            raise _TooBig(f"the file expands to more than {MAX_YAML_NODES} YAML nodes (counting each alias "
+                          "as a copy); a rule file may not be larger")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def check_rule_files(rules: object) -> None:
+    """Refuse a bad rules path before anything opens the files (the pack cache hashes them first).
+
+    A path with a NUL byte is an InputError; a ``*.yaml`` that is no regular file (a FIFO would
+    block the reader, a link to ``/dev/zero`` would never end) or is over the size cap is a
+    RuleFileErrors, found with ``stat`` alone.  ``load_rules`` checks again on what it opens.
+    """
+    if rules is None:
+        return
+    directory = os.path.abspath(checked_path(rules, "--rules"))
+    problems = []
+    for path in sorted(glob.glob(os.path.join(glob.escape(directory), "*.yaml"))):
+        problem = file_problem(path, MAX_RULE_FILE_BYTES)
+        if problem is not None and problem != "no such file":  # a dangling link: load_rules says so
+            problems.append(RuleFileProblem(_display_path(path), 0, f"cannot read: {problem}"))
+    if problems:
+        raise RuleFileErrors(problems)
+
+
 def load_rules(directory: str | None = None) -> RulePack:
     """Load and check every ``*.yaml`` file of ``directory`` (default: the shipped rules)."""
     directory = os.path.abspath(directory or default_rules_dir())
@@ -91,16 +172,19 @@ def load_rules(directory: str | None = None) -> RulePack:
         # the shipped pack is cited as rules/NAME wherever it is installed
         rel = os.path.join("rules", os.path.basename(path)) if shipped else _display_path(path)
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc}"))
+            # a regular file under the size cap: a FIFO or /dev/zero is refused unread
+            text = read_text(path, MAX_RULE_FILE_BYTES)
+        except UnreadableFile as exc:
+            problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc.reason}"))
             continue
         try:
-            data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a (C)SafeLoader
+            data = _parse_yaml(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             problems.append(RuleFileProblem(rel, (mark.line + 1) if mark else 0, f"YAML error: {getattr(exc, 'problem', exc)}"))
+            continue
+        except _TooBig as exc:
+            problems.append(RuleFileProblem(rel, 0, str(exc)))
             continue
         lines = text.splitlines()
         if not isinstance(data, dict):

@@ -11,8 +11,9 @@ from typing import Any
 
 from .errors import InputError
 from .numbers import engine_number
+from .safe_io import UnreadableFile, checked_path, parse_json, read_text
 
-__all__ = ["MODEL_FACTS", "model_facts", "load_model_config"]
+__all__ = ["MODEL_FACTS", "load_model_config", "model_facts"]
 
 #: fact name -> (config.json field, meaning).  ``model.architecture`` is ``architectures[0]``.
 MODEL_FACTS: dict[str, tuple[str, str]] = {
@@ -36,15 +37,17 @@ _BOOL_FIELDS = {"model.learnable_sink"}
 
 
 def load_model_config(path: str) -> dict[str, Any]:
-    """Read ``config.json`` (or the one inside a directory); InputError names the file."""
+    """Read ``config.json`` (or the one inside a directory); InputError names the file.
+
+    The file must be a regular file of at most 16 MiB (a FIFO or ``/dev/zero`` is refused
+    unread) and its JSON is parsed with depth and integer-length caps (see :mod:`resolver.safe_io`).
+    """
+    path = checked_path(path, "--model-config")
     target = os.path.join(path, "config.json") if os.path.isdir(path) else path
     try:
-        with open(target, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"--model-config: no such file: {target}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--model-config: cannot read {target}: {exc}") from None
+        data = parse_json(read_text(target), f"--model-config: {target}")
+    except UnreadableFile as exc:
+        raise InputError(f"--model-config: {exc.reason}: {target}") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"--model-config: {target} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
     if not isinstance(data, dict):

@@ -1,0 +1,72 @@
+"""The SGLang flag table: made from SGLang's catalogue by tools/sync_flags.py, read as SGLang reads flags."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+from resolver.catalogue import catalogue
+from resolver.errors import InputError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOURCE = os.path.join(os.path.dirname(ROOT), "shared", "reference", "sglang-0.5.23-flags.json")
+
+
+def _sync_module():
+    spec = importlib.util.spec_from_file_location("sync_flags", os.path.join(ROOT, "tools", "sync_flags.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not os.path.exists(SOURCE), reason="SGLang's flag catalogue is not beside the checkout")
+def test_shipped_table_is_what_the_script_makes_of_sglangs_catalogue():
+    with open(SOURCE, encoding="utf-8") as fh:
+        made = _sync_module().table(json.load(fh))
+    with open(os.path.join(ROOT, "resolver", "data", "sglang_flags.json"), encoding="utf-8") as fh:
+        shipped = json.load(fh)
+    assert made == shipped, "re-run: python tools/sync_flags.py SGLANG_FLAGS.json > resolver/data/sglang_flags.json"
+
+
+def test_every_sglang_flag_and_alias_is_known():
+    c = catalogue()
+    assert len(c.actions) == 531
+    assert len(c.by_flag) == 559
+    assert c.by_flag["--tensor-parallel-size"].dest == "tp_size"
+    assert c.by_flag["--model"].dest == "model_path"
+    assert c.by_flag["--ep"].dest == "ep_size"
+
+
+@pytest.mark.parametrize("typed, flag", [
+    ("--tp", "--tp-size"), ("--dp", "--dp-size"), ("--ep", "--ep"), ("--mem", "--mem-fraction-static"),
+    ("--moe-a2a", "--moe-a2a-backend"), ("--model", "--model"),
+])
+def test_unique_prefixes_expand_as_argparse_does(typed, flag):
+    assert catalogue().expand(typed) == flag
+
+
+def test_ambiguous_and_unknown_prefixes():
+    hits = catalogue().expand("--kv")
+    assert isinstance(hits, list) and "--kv-cache-dtype" in hits and len(hits) > 1
+    assert catalogue().expand("--no-such-flag-anywhere") is None
+
+
+@pytest.mark.parametrize("dest, raw, typed", [
+    ("tp_size", "8", 8), ("mem_fraction_static", "0.8", 0.8), ("context_length", "128k", 128000),
+    ("context_length", "1Ki", 1024), ("enable_tf32_matmul", "false", False), ("quantization", "fp8", "fp8"),
+    ("json_model_override_args", '{"a": 1}', '{"a": 1}'), ("radix_eviction_policy_config", '{"a": 1}', {"a": 1}),
+    ("cuda_graph_bs_decode", ["1", "2"], [1, 2]), ("quantization_param_path", "None", None),
+])
+def test_values_typed_as_sglang_types_them(dest, raw, typed):
+    assert catalogue().coerce(dest, raw) == typed
+
+
+@pytest.mark.parametrize("dest, raw", [
+    ("tp_size", "eight"), ("quantization", "fp9"), ("context_length", "1.5Ki"), ("enable_tf32_matmul", "maybe"),
+    ("tp_size", True),
+])
+def test_bad_values_are_input_errors(dest, raw):
+    with pytest.raises(InputError):
+        catalogue().coerce(dest, raw)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import glob
 import os
 import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -18,7 +20,7 @@ from .engine import DurableMatcher, ReferenceMatcher
 from .errors import ConflictError, InputError
 from .fixes import attach_fixes
 from .installed import installed_facts
-from .loader import default_rules_dir, load_rules
+from .loader import check_rule_files, default_rules_dir, load_rules
 from .model import load_model_config, model_facts
 from .options import coerce_args
 from .platforms import Platform, find_platform
@@ -52,8 +54,14 @@ class Engine:
                 raise InputError(f"unknown model architecture '{arch}'. Did you mean '{known}'? (names are case-sensitive)")
 
 
-_ENGINES: dict[tuple, Engine] = {}
+# A small LRU: every rules directory and version gets its own engine (~5.5 MB, most of it the
+# durable-rules ruleset in C memory), so a process that sees many packs must let old ones go.
+_MAX_ENGINES = 4
+_ENGINES: OrderedDict[tuple, Engine] = OrderedDict()
 _ENGINES_LOCK = threading.Lock()
+# matchers of evicted engines that nobody uses any more, freed at the next get_engine: a caller may
+# still hold an evicted Engine (and resolve with it), so its ruleset is freed only when it is gone
+_RETIRED: list[DurableMatcher] = []
 
 
 def _signature(directory: str) -> tuple:
@@ -68,6 +76,7 @@ def _load_and_compile(directory: str) -> tuple[RulePack, CompiledPack]:
 
 def get_engine(rules: str | None = None) -> Engine:
     """The engine for a rules directory (default: the shipped rules), built once and cached."""
+    check_rule_files(rules)  # a NUL in the path, a FIFO or /dev/zero link as a rule file: refused before any read
     directory = os.path.abspath(rules or default_rules_dir())
     try:
         key = _signature(directory)
@@ -80,7 +89,16 @@ def get_engine(rules: str | None = None) -> Engine:
 
             pack, compiled = cached_pack(directory, lambda: _load_and_compile(directory))
             engine = Engine(pack, compiled, DurableMatcher(compiled), ReferenceMatcher(compiled))
+            # the callback only queues (it runs wherever the last reference drops, maybe inside a
+            # resolution); atexit=False: the process's end frees everything anyway
+            weakref.finalize(engine, _RETIRED.append, engine.durable).atexit = False
             _ENGINES[key] = engine
+            while len(_ENGINES) > _MAX_ENGINES:
+                _ENGINES.popitem(last=False)
+        else:
+            _ENGINES.move_to_end(key)
+        while _RETIRED:  # evicted engines nobody holds any more (just now, or since an earlier call)
+            _RETIRED.pop().close()
         return engine
 
 
@@ -165,7 +183,9 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                       installed_facts(installed, probed), spelled, bool(strict), kernels)
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
-    return Resolution(engine, request, outcome, conflicts, tuple(notes) + tuple(arg_notes))
+    # the adapters' own problems (a plugin that did not load, a probe without an answer) go on every
+    # result they could change, so a verdict never silently rests on a missing adapter
+    return Resolution(engine, request, outcome, conflicts, tuple(notes) + tuple(arg_notes) + kernels.warnings())
 
 
 def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, model: dict | str | None = None,

@@ -3,6 +3,12 @@
 A malformed line gives ``{"id": ..., "status": "error", "error": ...}`` and the batch goes
 on.  The exit status is the worst of the lines (internal error 3 > error 2 > conflict 1 > resolved 0).  A
 summary goes to stderr, so stdout stays pure JSON Lines.
+
+Each result line is written whole and flushed at once (:class:`~resolver.terminal.Output`): a
+consumer, or an interrupt, never meets half a line.  When the consumer stops reading (a broken
+pipe, ``| head -1``), the batch stops: what it would resolve next could not be delivered, and
+reading on might wait on a slow producer.  The exit status is then the worst of the lines
+resolved so far, the one that could not be written included.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from .api import Engine, resolve_request
 from .errors import ResolverError
 from .explain import to_json_dict
 from .safe_io import MAX_LINE_CHARS, parse_json
+from .terminal import Output, escape
 
 __all__ = ["REQUEST_KEYS", "run_batch", "resolve_line"]
 
@@ -53,12 +60,13 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - an internal bug: keep its traceback, keep the batch going
-        traceback.print_exc(file=sys.stderr)
+        traceback.print_exc(file=Output(sys.stderr))  # its message may quote the request: escaped
         return {"id": rid, "status": "error", "error": f"internal error: {exc!r}", "internal": True}
 
 
-def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = False, strict: bool = False,
-              fixes: bool = True) -> int:
+def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output, explain: bool = False,
+              strict: bool = False, fixes: bool = True) -> int:
+    out, err = Output.of(out), Output.of(err)
     counts = {"resolved": 0, "conflict": 0, "error": 0}
     by_rule: dict[str, int] = {}
     worst = 0
@@ -70,29 +78,36 @@ def run_batch(engine: Engine, lines, out: TextIO, err: TextIO, explain: bool = F
             result["line"] = number
         counts[result["status"]] += 1
         worst = max(worst, 3 if result.get("internal") else {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
-        out.write(json.dumps(result, sort_keys=False) + "\n")
+        out.write_safe(json.dumps(result, sort_keys=False) + "\n")  # json.dumps escapes every control character
         for c in result.get("conflicts", ()):
             by_rule[c["rule"]["id"]] = by_rule.get(c["rule"]["id"], 0) + 1
         if explain and result["status"] != "resolved":
             _explain_line(result, number, err, engine.pack.options)
-    err.write(f"batch: {counts['resolved']} resolved, {counts['conflict']} conflicted, {counts['error']} failed\n")
+        if out.broken:
+            break
+    stopped = "; stopped: the output was closed" if out.broken else ""
+    err.write(f"batch: {counts['resolved']} resolved, {counts['conflict']} conflicted, {counts['error']} failed{stopped}\n")
     if explain and by_rule:
         err.write("conflicts by rule:\n")
         err.writelines(f"  {n:>5} x {rule}\n" for rule, n in sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0])))
     return worst
 
 
-def _explain_line(result: dict, number: int, err: TextIO, options) -> None:
+def _explain_line(result: dict, number: int, err: Output, options) -> None:
     """Why one request of a fleet did not resolve: each conflict with its rule, root cause and first fix."""
+    def say(line: str) -> None:  # one line: a newline in the id or a message must not start another
+        err.write_safe(escape(line) + "\n")
+
     name = result["id"] if result["id"] is not None else f"line {number}"
     if result["status"] == "error":
-        err.write(f"{name}: error: {result['error']}\n")
+        say(f"{name}: error: {result['error']}")
         return
-    err.write(f"{name}: conflict\n")
+    say(f"{name}: conflict")
     for c in result["conflicts"]:
-        err.write(f"  - [{c['rule']['id']}] {c['message']}\n    root cause: {c['root_cause']}\n")
+        say(f"  - [{c['rule']['id']}] {c['message']}")
+        say(f"    root cause: {c['root_cause']}")
         if c["fixes"]:
             fix = c["fixes"][0]
             removed = " ".join(options[n].flag if n in options else n for n in fix["unset"])
             how = "; ".join(x for x in (" ".join(fix["argv"]), f"remove {removed}" if removed else "") if x)
-            err.write(f"    fix: {how}" + (f" ({len(c['fixes']) - 1} more)" if len(c["fixes"]) > 1 else "") + "\n")
+            say(f"    fix: {how}" + (f" ({len(c['fixes']) - 1} more)" if len(c["fixes"]) > 1 else ""))

@@ -1,25 +1,37 @@
 """``resolve``: the operator's command line (contract: design/CONTRACT.md).
 
 Exit status: 0 resolved, 1 conflict, 2 bad input (unknown flag or value, bad model config,
-unknown platform, broken rule files), 3 an internal error (a bug; its traceback is printed).  No traceback for a user mistake; an internal bug
-keeps its traceback.
+unknown platform, broken rule files) or output that cannot be written (a full disk), 3 an
+internal error (a bug; its traceback is printed), 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM).  No traceback for a user mistake; an internal bug keeps its traceback.
+
+Output goes through :class:`~resolver.terminal.Output`: control characters are escaped, each
+write is whole, and a closed pipe (``resolve ... | head -1``) leaves the exit status what the
+run made it (in batch mode: the worst of the lines resolved until then).
 """
 from __future__ import annotations
 
 import argparse
 import difflib
 import json
+import signal
 import sys
-from typing import Any, TextIO
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO, cast
 
 from .api import Engine, get_engine, resolve_request
 from .errors import ConflictError, InputError, ResolverError
 from .explain import Style, render_text
 from .rules import RulePack
+from .terminal import Output
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 EXIT_OK, EXIT_CONFLICT, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+# the shell's status for a run ended by a signal: 128 + the signal's number
+EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
 
 
 class _UsageError(Exception):
@@ -142,14 +154,15 @@ def _installed(items: list[str]) -> dict[str, bool]:
     return out
 
 
-def _emit(res, ns, out: TextIO) -> int:
+def _emit(res, ns, out: Output) -> int:
     only = ns.explain if isinstance(ns.explain, str) else None
     if only and only not in res.engine.pack.options:
         raise InputError(f"--explain {only}: no such option.{_suggest(only, res.engine.pack.options)}")
     if ns.format == "json":
         out.write(json.dumps(res.to_dict(), indent=2, sort_keys=False) + "\n")
     else:
-        out.write(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(out, ns.color)))
+        # render_text escapes what it quotes itself: escaping here would break its colour codes
+        out.write_safe(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(out, ns.color)))
     return EXIT_CONFLICT if res.conflicts else EXIT_OK
 
 
@@ -158,7 +171,7 @@ def _suggest(word, known) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
-def _single(engine: Engine, ns, out: TextIO) -> int:
+def _single(engine: Engine, ns, out: Output) -> int:
     args = {name: getattr(ns, name) for name in engine.pack.options if getattr(ns, name, None) is not None}
     flags = dict(ns._flags)
     notes = tuple(f"{typed} is deprecated; use {engine.pack.options[name].flag}"
@@ -172,30 +185,73 @@ def _single(engine: Engine, ns, out: TextIO) -> int:
     return _emit(res, ns, out)
 
 
-def _batch(engine: Engine, ns, out: TextIO, err: TextIO) -> int:
+def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
+    import io
+
     from .batch import run_batch
+    from .safe_io import bounded_lines, checked_path
+
+    def run(stream) -> int:
+        # lines are read with a cap (a stream without newlines cannot fill memory); undecodable
+        # bytes become an error on their own line, not a crash of the whole batch
+        return run_batch(engine, bounded_lines(stream), out, err, explain=bool(ns.explain), strict=ns.strict,
+                         fixes=not ns.no_fixes)
 
     if ns.batch == "-":
-        return run_batch(engine, sys.stdin, out, err, explain=bool(ns.explain), strict=ns.strict,
-                         fixes=not ns.no_fixes)
+        raw = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
+        return run(sys.stdin if raw is None else io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape"))
     try:
-        # undecodable bytes become an error on their own line, not a crash of the whole batch
-        fh = open(ns.batch, encoding="utf-8", errors="surrogateescape")
+        # a FIFO is a fair batch source (process substitution): only the lines are bounded
+        fh = open(checked_path(ns.batch, "--batch"), encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise InputError(f"--batch: cannot read {ns.batch}: {exc.strerror}") from None
     with fh:
-        return run_batch(engine, fh, out, err, explain=bool(ns.explain), strict=ns.strict,
-                         fixes=not ns.no_fixes)
+        return run(fh)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where it lands, as KeyboardInterrupt is for SIGINT: not an error of the run."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    # only the main thread may set a handler; one that someone else installed stays in place
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    out, err = out or sys.stdout, err or sys.stderr
+    safe_out, safe_err = Output.of(out or sys.stdout), Output.of(err or sys.stderr)
+    # an interrupt lands between two output writes and outside any engine call (both hold
+    # signals), so what was written is whole lines, and the engine is left consistent
+    try:
+        with _sigterm_raises():
+            return _run(argv, safe_out, safe_err)
+    except KeyboardInterrupt:
+        safe_err.write("resolve: interrupted\n")
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        safe_err.write("resolve: terminated\n")
+        return EXIT_TERMINATED
+
+
+def _run(argv: list[str], out: Output, err: Output) -> int:
     try:
         from .commands import SUBCOMMANDS
 
         if argv and argv[0] in SUBCOMMANDS:
-            return SUBCOMMANDS[argv[0]](argv[1:], out)
+            return SUBCOMMANDS[argv[0]](argv[1:], cast(TextIO, out))
         engine = get_engine(_pre_rules(argv))
         if not argv or argv in (["-h"], ["--help"]) or "-h" in argv or "--help" in argv:
             build_parser(engine.pack).print_help(out)
@@ -213,8 +269,6 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     except ResolverError as exc:
         err.write(f"resolve: error: {exc}\n")
         return EXIT_INPUT
-    except BrokenPipeError:  # e.g. piped into head
-        return EXIT_OK
     except Exception:  # an internal bug: keep the traceback, and never exit 1 (which means "conflict")
         import traceback
 

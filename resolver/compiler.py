@@ -2,33 +2,60 @@
 
 Facts in the engine (one per name, asserted once per resolution, never retracted):
 
-* ``{"t": "val", "o": NAME, "v": VALUE}``  the final value of an input fact, derived fact or
-  option (``v`` is omitted for null, so ``== null`` is ``$nex``);
-* ``{"t": "adj", "o": OPTION, "k": STEP, "v": VALUE}``  an option's value before adjustment
-  step ``STEP``; adjustment ``STEP`` matches only this fact, so adjustments chain in order.
+* ``{"t": "val", "o": NAME, "v": ..., "n": ...}``  the final value of an input fact, derived
+  fact or option;
+* ``{"t": "adj", "o": OPTION, "k": STEP, "v": ..., "n": ...}``  an option's value before
+  adjustment step ``STEP``; adjustment ``STEP`` matches only this fact, so adjustments chain in
+  order.
+
+``v`` is the value as a type-tagged string (absent for null, so ``== null`` is ``$nex``) and
+``n`` the number, for numbers only (:mod:`resolver.engine_values`): equality, ``in`` and joins
+test ``v``; ordered tests test ``n``.
 
 Each DNF branch of each rule becomes one durable rule whose action (bound by name) records
 the firing.  What is emitted: per-fact constant tests, ``$or`` of constants, and equality
 joins; never a join under ``$neq``/ordered operators (P3), never an ``$or`` mixing a join
 with a constant (P4), never ``none()`` (P5).  A ``_sink`` rule consumes every fact kind (P7).
-The limits of reference section 6 are counted before any ruleset is created (P9).
+Before any ruleset is created, :class:`EngineNetwork` rebuilds the test network the engine
+would build from the JSON and counts it against the engine's measured limits (P9).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from .conditions import Atom
-from .errors import RuleFileErrors, RuleFileProblem
+from .engine_values import constant, fact_value
+from .errors import InputError, RuleFileErrors, RuleFileProblem
+from .numbers import engine_value
 from .rules import Adjust, Conflict, Default, Fact, RulePack
 
-__all__ = ["CompiledBranch", "CompiledPack", "compile_pack", "check_safe_subset", "SINK"]
+__all__ = ["SINK", "CompiledBranch", "CompiledPack", "EngineNetwork", "check_safe_subset", "compile_pack"]
 
 SINK = "_sink"
-_MAX_SIBLING_CONSTANTS = 500  # engine hangs at 513 distinct constant tests under one node
-_MAX_SHARED_JOIN_PATTERN = 250  # engine fails at 258 rules sharing one joined pattern
-_MAX_RULES = 4000  # engine limit 4096 rules per ruleset
 _ANCHOR = Atom("platform.name", "ne", None, False)  # always true: every resolution has a platform
+_OTHER = "s:\x00other"  # in the limit check: a fact string that no rule names
+
+# Limits of durable-rules 2.0.28, each measured by bisection against the installed engine, every
+# probe in a subprocess with a timeout: ``python -m tests.engine_limits`` measures and prints them,
+# tests/unit/test_engine_limits.py fails if one drifts.  The engine matches facts with a network
+# of tests (property, operator, constant) shared by every rule whose patterns start with the same
+# tests; an equality join and the continuation after an ``$or`` are never shared.  A fact walks
+# the network depth first, keeping the tests still to visit on a stack of 64.
+ENGINE_MAX_RULES = 4096  # rules in one ruleset; one more: create_ruleset error 106
+ENGINE_MAX_TESTS_AFTER = 511  # distinct tests (joins included) right after one test, in a hash set of 512
+#   slots: with 512 every fact reaching that test loops forever in C, with 513 create_ruleset does
+ENGINE_MAX_ALTERNATIVES_AFTER = 127  # ``$nex`` tests and ``$or`` continuations right after one test.  The list
+#   has 128 slots and is read until an empty one: 128 ran in every probe, but only because the slot
+#   after the list happened to be free or harmless; 129: error 107.  127 keeps the end inside the list.
+ENGINE_MAX_PATTERNS_AT = 255  # rule patterns ending on one test: a list of 256 slots, read the same way.
+#   256 ran; 257: error 108, or (joined patterns, where the next slot was free) written past the list
+ENGINE_MAX_PENDING = 64  # tests on the stack while one fact walks the network; one more: every assert of that
+#   fact fails with error 303 (and creating another ruleset later in the process segfaults)
+ENGINE_MAX_EXPRESSIONS = 31  # ``$and``/``$or`` (2 each) and joins (1 each) in one pattern; one more: error 113
+ENGINE_MAX_PATTERNS = 16  # facts one rule matches; a 17th: every assert completing the match fails with error 304
+#   String and number limits of facts and constants: resolver/numbers.py.
 
 
 @dataclass(frozen=True)
@@ -54,12 +81,14 @@ def compile_pack(pack: RulePack) -> CompiledPack:
     steps: dict[str, list[Adjust]] = {}
     for a in sorted(pack.adjusts, key=lambda a: (a.option, a.order, a.ref.id)):
         steps.setdefault(a.option, []).append(a)
-    problems: list[RuleFileProblem] = []
+    problems = _value_problems(pack)
     branches: dict[str, CompiledBranch] = {}
     ruleset: dict[str, dict] = {}
-    for rule in (*pack.facts.values(), *pack.defaults, *pack.adjusts, *pack.conflicts):
+    rules: list[Fact | Default | Adjust | Conflict] = [*pack.facts.values(), *pack.defaults, *pack.adjusts,
+                                                       *pack.conflicts]
+    for rule in rules:
         adj_option = rule.option if isinstance(rule, Adjust) else None
-        step = steps[adj_option].index(rule) if adj_option else None
+        step = steps[rule.option].index(rule) if isinstance(rule, Adjust) else None
         for i, atoms in enumerate(rule.when.branches):
             key = f"{rule.ref.id}#{i}"
             if not atoms:
@@ -77,6 +106,21 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         raise RuleFileErrors(problems)
     reads = frozenset(n for b in branches.values() for a in b.atoms for n in a.names())
     return CompiledPack(pack, branches, ruleset, {k: tuple(v) for k, v in steps.items()}, reads)
+
+
+def _value_problems(pack: RulePack) -> list[RuleFileProblem]:
+    """Values rules give options and facts become engine facts: check them here, not mid-resolution."""
+    found: list[tuple[Any, Any, str]] = [(o.ref, o.default, f"option {o.name}: default") for o in pack.options.values()]
+    found += [(d.ref, v, f"rule {d.ref.id}: set {n}") for d in pack.defaults for n, v in d.set.items()
+              if not isinstance(v, dict)]  # {from: other} copies a value that is checked itself
+    found += [(a.ref, a.value, f"rule {a.ref.id}: value") for a in pack.adjusts]
+    problems = []
+    for ref, value, where in found:
+        try:
+            engine_value(value, where)
+        except InputError as exc:
+            problems.append(RuleFileProblem(ref.file, ref.line, str(exc)))
+    return problems
 
 
 def _patterns(atoms: tuple[Atom, ...], adj_option: str | None, step: int | None) -> list[dict]:
@@ -113,57 +157,36 @@ def _patterns(atoms: tuple[Atom, ...], adj_option: str | None, step: int | None)
 
 
 def _test(a: Atom) -> dict:
-    """The durable test for one constant atom on field ``v`` (absent ``v`` = null)."""
+    """The durable test for one constant atom (absent ``v`` = null; see the module docstring)."""
     present, absent = {"$ex": {"v": 1}}, {"$nex": {"v": 1}}
     if a.op in ("lt", "le", "gt", "ge"):
-        ordered = {f"${a.op.replace('le', 'lte').replace('ge', 'gte')}": {"v": a.value}}
-        return {"$or": [absent, ordered]} if a.none_ok else ordered
-    if a.op in ("eq", "ne"):
-        values = (a.value,)
-    else:
-        values = a.value
-    consts = [v for v in values if v is not None]
+        # only numbers have ``n``: a null, string or boolean is "no value" to an ordered test
+        ordered = {f"${a.op.replace('le', 'lte').replace('ge', 'gte')}": {"n": a.value}}
+        return {"$or": [{"$nex": {"n": 1}}, ordered]} if a.none_ok else ordered
+    values = (a.value,) if a.op in ("eq", "ne") else a.value
+    consts = list(dict.fromkeys(constant(v) for v in values if v is not None))  # 1 and 1.0 are one test
+    tests: list[dict]
     if a.op in ("eq", "in"):
-        tests = [{"v": v} for v in consts]
-    else:
-        tests = [{"$neq": {"v": v}} for v in consts]
-    if a.op in ("eq", "in"):
+        tests = [{"v": c} for c in consts]
         core = tests[0] if len(tests) == 1 else ({"$or": tests} if tests else None)
     else:
+        tests = [{"$neq": {"v": c}} for c in consts]
         core = tests[0] if len(tests) == 1 else ({"$and": tests} if tests else None)
     if a.none_ok:
         return absent if core is None else {"$or": [absent, core]}
     return present if core is None else ({"$and": [present, core]} if a.op in ("ne", "notin") else core)
 
 
-def _constants(node: Any) -> set:
-    """Every (operator, constant) the engine tests on field ``v`` below ``node``."""
-    out: set = set()
-    if isinstance(node, list):
-        for n in node:
-            out |= _constants(n)
-    elif isinstance(node, dict):
-        for op, sub in node.items():
-            if op == "v" and not isinstance(sub, dict):
-                out.add(("==", repr(sub)))
-            elif op in ("$neq", "$lt", "$lte", "$gt", "$gte") and isinstance(sub, dict) and not isinstance(sub.get("v"), dict):
-                out.add((op, repr(sub.get("v"))))
-            else:
-                out |= _constants(sub)
-    return out
-
-
 def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFileProblem]:
     """Walk the emitted JSON: refuse what durable-rules 2.0.28 crashes, hangs or errs on."""
     problems: list[RuleFileProblem] = []
 
-    def where(key: str):
-        rid = key.split("#")[0]
+    def where(key: str) -> tuple[str, int]:
         try:
-            ref = pack.rule(rid).ref
-            return ref.file, ref.line
+            ref = pack.rule(key.split("#")[0]).ref
         except KeyError:
             return "<compiled>", 0
+        return ref.file, ref.line
 
     def walk(node: Any, key: str) -> tuple[bool, bool]:
         """Return (has join reference, has constant) below ``node``; check operator nesting."""
@@ -192,34 +215,239 @@ def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFile
                     const = True
         return join, const
 
-    sibling: dict[str, set] = {}
-    biggest: dict[str, tuple[str, int]] = {}  # fact -> the rule testing it the most ways (to cite)
-    shared: dict[str, int] = {}
     for key, rule in ruleset.items():
-        pats = rule["all"]
-        for p in pats:
+        for p in rule["all"]:
             for body in p.values():
                 walk(body, key)
-                tests = body.get("$and", [])
-                if len(tests) >= 3 and "o" in tests[1]:
-                    # every alternative of an `in [...]` is its own constant test to the engine
-                    consts = _constants(tests[2:])
-                    sibling.setdefault(tests[1]["o"], set()).update(consts)
-                    heaviest = biggest.get(tests[1]["o"])
-                    if heaviest is None or len(consts) > heaviest[1]:
-                        biggest[tests[1]["o"]] = (key, len(consts))
-                if len(pats) > 1:
-                    shared[repr(body)] = shared.get(repr(body), 0) + 1
-    if len(ruleset) > _MAX_RULES:
-        problems.append(RuleFileProblem(pack.directory, 0, f"{len(ruleset)} compiled rules exceed the engine's limit ({_MAX_RULES})"))
-    if len(sibling) > _MAX_SIBLING_CONSTANTS:
-        problems.append(RuleFileProblem(pack.directory, 0, f"{len(sibling)} distinct facts tested exceed the engine's safe limit"))
-    for name, tests in sibling.items():
-        if len(tests) > _MAX_SIBLING_CONSTANTS:
-            key = biggest[name][0]
-            problems.append(RuleFileProblem(*where(key), f"'{name}' is tested {len(tests)} distinct ways across the pack "
-                                            f"(this rule: {biggest[name][1]}); the engine hangs past 512"))
-    for body, count in shared.items():
-        if count > _MAX_SHARED_JOIN_PATTERN:
-            problems.append(RuleFileProblem(pack.directory, 0, f"{count} rules share one pattern; the engine fails past 257: {body}"))
+    for key, message in EngineNetwork(ruleset).problems:
+        problems.append(RuleFileProblem(*where(key), f"rule {key.split('#')[0]}: {message}"))
     return problems
+
+
+@dataclass(eq=False)
+class _Test:
+    """One node of the engine's test network: ``prop`` ``op`` ``const`` (op "join", "or" or a test)."""
+
+    prop: str
+    op: str
+    const: Any
+    name: str | None  # the fact name ("o") this test is about, for messages
+    rule: str  # the rule that created it, cited when a limit is crossed here
+    order: int
+    shared: dict[tuple, _Test] = field(default_factory=dict)  # constant tests after this one, by _ident
+    others: list[_Test] = field(default_factory=list)  # those of them that are not == or $nex
+    joins: list[_Test] = field(default_factory=list)  # joins after this one (never shared)
+    hashed: int = 0  # tests in the engine's hash set after this one: shared ones but $nex, and joins
+    alts: list[_Test] = field(default_factory=list)  # $nex tests and $or continuations after this one
+    ends: list[str] = field(default_factory=list)  # rules with a pattern ending here
+
+
+def _ident(prop: str, op: str, const: Any) -> tuple:
+    # the engine shares a test only with one of the same JSON type: 1 and 1.0 are two tests
+    return prop, op, type(const).__name__, const
+
+
+def _show(node: _Test) -> str:
+    """A test as a rule author would write it."""
+    if node.op == "or":
+        return f"the `in`/`!=` list on '{node.name}'"
+    if node.op == "join":
+        return f"a join on '{node.name}'"
+    if node.prop == "t":
+        return "every fact"
+    if node.prop == "o":
+        return f"'{node.name}'"
+    shown = node.const
+    if isinstance(shown, str) and shown[:2] in ("s:", "b:", "n:"):
+        shown = repr(fact_value({"v": shown})) if shown[:2] == "s:" else shown[2:]
+    symbol = {"eq": "==", "neq": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "ex": "!= null",
+              "nex": "== null"}.get(node.op, node.op)
+    return f"'{node.name}' {symbol}" + ("" if node.op in ("ex", "nex") else f" {shown}")
+
+
+class EngineNetwork:
+    """The test network durable-rules 2.0.28 builds from a JSON ruleset, counted against its limits.
+
+    ``problems`` lists ``(rule key, message)`` for every limit the ruleset crosses, citing the
+    rule whose test crossed it.  The network is rebuilt as the engine builds it: tests are
+    shared by property, operator and constant; a join, and what follows an ``$or``, belong to
+    one rule.  Tests still to visit while a fact walks the network (the engine's stack of 64)
+    depend on the fact: every value that can make a difference is tried (null, each constant
+    tested, a number in each interval between numeric constants, another string, both
+    booleans), and siblings are assumed visited in the worst order.
+    """
+
+    def __init__(self, ruleset: dict[str, dict]):
+        self.problems: list[tuple[str, str]] = []
+        self._count = 0
+        self.root = self._new("", "root", None, None, SINK)
+        for key, rule in ruleset.items():
+            patterns = rule["all"]
+            if len(patterns) > ENGINE_MAX_PATTERNS:
+                self._problem(key, f"a branch reads {len(patterns)} facts; durable-rules 2.0.28 matches at most "
+                                   f"{ENGINE_MAX_PATTERNS} facts in one rule (error 304)")
+            for pattern in patterns:
+                (body,) = pattern.values()
+                size = [0]
+                end = self._add(body, self.root, key, size)
+                end.ends.append(key)
+                if len(end.ends) == ENGINE_MAX_PATTERNS_AT + 1:
+                    self._problem(key, f"{len(end.ends)} rule branches test exactly the same conditions up to "
+                                       f"{_show(end)}; durable-rules 2.0.28 takes at most {ENGINE_MAX_PATTERNS_AT} "
+                                       "(error 108): merge them or make their conditions differ")
+                if size[0] > ENGINE_MAX_EXPRESSIONS:
+                    self._problem(key, f"the tests of one branch on '{end.name}' take {size[0]} engine expressions "
+                                       "(2 per `in` list, `!=` letting null through or `and`/`or` group, 1 per `==` "
+                                       f"between facts); durable-rules 2.0.28 takes at most {ENGINE_MAX_EXPRESSIONS} "
+                                       "(error 113): split the rule")
+        keys = [k for k in ruleset if k != SINK]
+        if len(ruleset) > ENGINE_MAX_RULES:
+            self._problem(keys[ENGINE_MAX_RULES - 1], f"the pack compiles to {len(ruleset)} engine rules (one per "
+                          f"branch of each rule, and one more); durable-rules 2.0.28 takes at most {ENGINE_MAX_RULES} "
+                          "in a ruleset (error 106)")
+        self._check_pending()
+
+    def _new(self, prop: str, op: str, const: Any, name: str | None, rule: str) -> _Test:
+        self._count += 1
+        return _Test(prop, op, const, name, rule, self._count)
+
+    def _problem(self, key: str, message: str) -> None:
+        self.problems.append((key, message))
+
+    def _add(self, expr: dict, parent: _Test, key: str, size: list[int]) -> _Test:
+        """Add one expression after ``parent`` as rete.c does; return the test it ends on."""
+        ((op, body),) = expr.items()
+        if op == "$and":
+            size[0] += 2
+            node = parent
+            for e in body:
+                node = self._add(e, node, key, size)
+            return node
+        if op == "$or":
+            size[0] += 2
+            after = self._new("$forward", "or", None, parent.name, key)  # a property no fact has: always visited
+            for e in body:
+                self._link(self._add(e, parent, key, size), after, key)
+            return after
+        if op.startswith("$"):
+            ((prop, const),) = body.items()
+            op = op[1:]
+        else:
+            prop, const, op = op, body, "eq"
+        name = const if prop == "o" else parent.name
+        if op == "eq" and isinstance(const, dict):
+            size[0] += 1
+            node = self._new(prop, "join", None, name, key)
+            parent.joins.append(node)
+            self._count_tests(parent, key)
+            return node
+        ident = _ident(prop, op, const)
+        found = parent.shared.get(ident)
+        if found is not None:
+            return found
+        node = parent.shared[ident] = self._new(prop, op, const, name, key)
+        if op == "nex":
+            self._link(parent, node, key)  # $nex tests live in the list of alternatives, not the hash set
+            return node
+        if op != "eq":
+            parent.others.append(node)
+        self._count_tests(parent, key)
+        return node
+
+    def _count_tests(self, parent: _Test, key: str) -> None:
+        parent.hashed += 1
+        if parent.hashed == ENGINE_MAX_TESTS_AFTER + 1:
+            what = "different facts are tested" if parent.prop == "t" else f"different tests follow {_show(parent)}"
+            self._problem(key, f"{parent.hashed} {what} (each value of an `in` list and each `==` between facts counts); "
+                               f"durable-rules 2.0.28 takes at most {ENGINE_MAX_TESTS_AFTER} and loops forever past that")
+
+    def _link(self, node: _Test, alt: _Test, key: str) -> None:
+        node.alts.append(alt)
+        if len(node.alts) == ENGINE_MAX_ALTERNATIVES_AFTER + 1:
+            self._problem(key, f"{len(node.alts)} `in` lists, `!=` tests letting null through or null tests follow "
+                               f"{_show(node)}; durable-rules 2.0.28 takes at most {ENGINE_MAX_ALTERNATIVES_AFTER} "
+                               "(error 107)")
+
+    def _check_pending(self) -> None:
+        for kind in (t for t in self.root.shared.values() if t.prop == "t" and t.op == "eq"):
+            facts = [{"t": kind.const, "o": "\x00"}]  # a fact no rule tests
+            for fact_node in (t for t in kind.shared.values() if t.prop == "o" and t.op == "eq"):
+                facts += _candidates(kind.const, fact_node)
+            for fact in facts:
+                found = self._overflow(self.root, fact, 0)
+                if found is not None:
+                    pending, pushed = found
+                    culprit = max(pushed, key=lambda t: t.order)
+                    value = fact_value(fact)
+                    shown = ("null" if value is None else "a string no rule names" if fact["v"].startswith(_OTHER)
+                             else repr(value))
+                    self._problem(culprit.rule, f"when '{fact['o']}' is {shown}, durable-rules 2.0.28 would have "
+                                  f"{pending} tests pending at once (at most {ENGINE_MAX_PENDING}; such a resolution "
+                                  "fails with error 303): too many rules compare it with another fact (`==`), or "
+                                  "list one of its values in `in` lists or `!=` tests")
+                    break  # one report per fact name
+
+    def _overflow(self, node: _Test, fact: dict, below: int) -> tuple[int, list[_Test]] | None:
+        """Visit ``node`` as handleAlpha does, ``below`` tests waiting under it; the first overflow found."""
+        pushed = [a for a in node.alts if a.prop not in fact]
+        for prop, value in fact.items():
+            hit = node.shared.get(_ident(prop, "eq", value))
+            if hit is not None:
+                pushed.append(hit)
+        pushed += [t for t in node.others if _holds(t, fact)]
+        pushed += [j for j in node.joins if j.prop in fact]  # the engine visits a join whatever the value
+        top = below + len(pushed)
+        if top > ENGINE_MAX_PENDING:
+            return top, pushed
+        for child in pushed:  # worst order: each child visited while all its siblings wait
+            found = self._overflow(child, fact, top - 1)
+            if found is not None:
+                return found
+        return None
+
+
+def _holds(test: _Test, fact: dict) -> bool:
+    """Whether a non-equality test matches ``fact`` (True when in doubt: more to visit is the safe side)."""
+    if test.prop not in fact:
+        return False
+    value, const = fact[test.prop], test.const
+    if test.op == "ex":
+        return True
+    if test.op == "neq":
+        return value != const or type(value) is not type(const)
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (value, const))
+    if not numbers:
+        return True
+    return {"lt": value < const, "lte": value <= const, "gt": value > const, "gte": value >= const}[test.op]
+
+
+def _candidates(kind: str, fact_node: _Test) -> list[dict]:
+    """Facts that differ in every way the tests after ``fact_node`` can tell apart."""
+    consts: dict[str, set] = {}
+    seen: set[int] = set()
+    todo = [fact_node]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op not in ("join", "or", "ex", "nex"):
+            consts.setdefault(node.prop, set()).add(node.const)
+        todo += [*node.shared.values(), *node.joins, *node.alts]
+    tagged = {c for c in consts.get("v", ()) if isinstance(c, str)}
+    numbers = sorted({_number(c[2:]) for c in tagged if c.startswith("n:")}
+                     | {c for c in consts.get("n", ()) if isinstance(c, (int, float)) and not isinstance(c, bool)})
+    points = [*numbers, *((a + b) / 2 for a, b in pairwise(numbers)), numbers[0] - 1, numbers[-1] + 1] \
+        if numbers else [0]
+    other = _OTHER
+    while other in tagged:
+        other += "\x00"  # a string equal to no constant
+    values: list[dict] = [{}, {"v": other}, {"v": "b:true"}, {"v": "b:false"}]
+    values += [{"v": c} for c in sorted(tagged) if not c.startswith("n:")]
+    values += [{"v": constant(x), "n": x} for x in points]
+    steps: list[int | None] = [*sorted(c for c in consts.get("k", ()) if isinstance(c, int))] or [None]
+    return [{"t": kind, "o": fact_node.const, **({} if k is None else {"k": k}), **v} for k in steps for v in values]
+
+
+def _number(text: str) -> int | float:
+    return int(text) if text.lstrip("-").isdigit() else float(text)

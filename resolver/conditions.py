@@ -18,7 +18,11 @@ A condition is normalised to disjunctive normal form: a tuple of *branches*, eac
 Missing values (``null``) follow one rule everywhere: ``==``/``in`` match them only when
 ``null`` is listed, ``!=``/``not in`` match them unless ``null`` is listed, and ordered
 comparisons never match them.  Negation flips the test *and* the null rule, so ``not`` is
-exact.
+exact.  A boolean equals only a boolean (``true == 1`` is false), also between two facts.
+
+Constants must be values durable-rules holds exactly (:func:`resolver.numbers.engine_value`):
+integers up to 2**53, floats written without an exponent (``0.0001`` to ``1e16``), strings that
+encode to UTF-8 and are shorter than 16 MiB.  Others are refused with their column.
 """
 from __future__ import annotations
 
@@ -26,7 +30,10 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Atom", "Condition", "ConditionError", "parse_condition", "TRUE"]
+from .errors import InputError
+from .numbers import engine_value
+
+__all__ = ["TRUE", "Atom", "Condition", "ConditionError", "parse_condition"]
 
 _ORDERED = {"lt", "le", "gt", "ge"}
 _NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "in": "notin", "notin": "in"}
@@ -58,7 +65,7 @@ class Atom:
     value: Any
     none_ok: bool
 
-    def negate(self) -> "Atom":
+    def negate(self) -> Atom:
         if self.op == "join":
             raise ConditionError(
                 f"'not ({self.name} == {self.value})' compares two facts with '!=', which "
@@ -70,7 +77,7 @@ class Atom:
         """Evaluate on plain values (the reference semantics the engine must match)."""
         v = values.get(self.name)
         if self.op == "join":
-            return v is not None and v == values.get(self.value)
+            return v is not None and _same(v, values.get(self.value))
         if v is None:
             return self.none_ok
         if self.op in ("eq", "ne"):
@@ -253,8 +260,17 @@ def _literal(node: ast.AST) -> Any:
     if _literal_name(node):
         return _LITERAL_NAMES[node.id]  # type: ignore[attr-defined]
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        if isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
-            return -node.operand.value
+        return _engine_constant(node.value, node)
+    if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant)
+            and isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool)):
+        return _engine_constant(-node.operand.value, node)
     raise ConditionError(f"expected a constant, got '{ast.unparse(node)}'", getattr(node, "col_offset", 0))
+
+
+def _engine_constant(value: Any, node: ast.expr) -> Any:
+    # a constant becomes part of the compiled durable-rules JSON: 1e-07, 1e999 or a lone surrogate
+    # would pass Python and then fail in the engine, so they are refused here, with their column
+    try:
+        return engine_value(value, "constant")
+    except InputError as exc:
+        raise ConditionError(str(exc), node.col_offset) from None

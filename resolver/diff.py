@@ -17,6 +17,7 @@ from .batch import REQUEST_KEYS as _KEYS
 from .errors import InputError, ResolverError
 from .explain import show_value as _v
 from .options import to_argv
+from .safe_io import UnreadableFile, parse_json, read_text
 
 __all__ = ["Change", "diff_outcomes", "diff"]
 
@@ -111,16 +112,15 @@ def _model_name(req: dict) -> str:
 
 def _read_requests(path: str) -> list[dict]:
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError as exc:
-        raise InputError(f"--requests: cannot read {path}: {exc.strerror}") from None
+        lines = read_text(path).splitlines()  # a regular file of bounded size, never a FIFO or device
+    except UnreadableFile as exc:
+        raise InputError(f"--requests: {exc}") from None
     out = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            req = json.loads(line)
+            req = parse_json(line, f"--requests {path}:{number}")  # depth and integer length capped
         except json.JSONDecodeError as exc:
             raise InputError(f"--requests {path}:{number}: not valid JSON: {exc.msg}") from None
         if not isinstance(req, dict) or "platform" not in req:

@@ -1,6 +1,8 @@
 """Render a :class:`~resolver.api.Resolution` as text (people) or as a JSON-ready dict.
 
-Both come from the same derivation data; the JSON keeps everything the text shows.
+Both come from the same derivation data; the JSON keeps everything the text shows.  The text
+quotes the request and the rule files, which may hold control characters: every quoted piece is
+escaped (:func:`~resolver.terminal.escape`) before it meets the renderer's own colour codes.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import textwrap
 from typing import Any
 
 from .resolution import FactUse
+from .terminal import escape as _e
 
 __all__ = ["Style", "render_text", "show_value", "to_json_dict"]
 
@@ -46,10 +49,13 @@ class Style:
         return cls(colour, width)
 
     def __call__(self, text: str, kind: str) -> str:
+        """``text``, escaped, in the colour of ``kind``."""
+        text = _e(text)
         return f"\033[{self._CODES[kind]}m{text}\033[0m" if self.colour and text else text
 
     def wrap(self, text: str, first: str, rest: str) -> list[str]:
-        """``text`` behind ``first``, continued behind ``rest`` when a width is known."""
+        """``text`` (escaped) behind ``first``, continued behind ``rest`` when a width is known."""
+        text = _e(text)
         if self.width is None:
             return [first + text]
         return textwrap.wrap(text, self.width, initial_indent=first, subsequent_indent=rest,
@@ -82,12 +88,12 @@ class _Tree:
         return out
 
     def _node(self, f: FactUse, indent, branch, cont, width, where) -> list[str]:
-        head = f"{indent}{branch}{self.style(f'{f.name:<{width}}', 'name')} = {show_value(f.value):<16} "
+        head = f"{indent}{branch}{self.style(f'{f.name:<{width}}', 'name')} = {_e(f'{show_value(f.value):<16}')} "
         d = self.res.outcome.derivations.get(f.name) if f.source == "derived" else None
         if d is None:
-            return [head + _origin(f)]
+            return [head + _e(_origin(f))]
         if f.name in self.drawn:
-            return [head + f"derived: {self.drawn[f.name]}"]
+            return [head + _e(f"derived: {self.drawn[f.name]}")]
         self.drawn[f.name] = f"see {where}"
         line = head + f"derived by {self.style(str(d.rule), 'rule')}"
         if not d.facts:
@@ -100,8 +106,8 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
     lines: list[str] = []
     req = res.request
     model = req.model.get("model.architecture", (None, ""))[0]
-    lines.append(f"platform: {req.platform.name} ({req.platform_source})")
-    lines.append(f"model:    {model or '(none given)'}")
+    lines.append(_e(f"platform: {req.platform.name} ({req.platform_source})"))
+    lines.append(_e(f"model:    {model or '(none given)'}"))
     if res.conflicts:
         lines.append("")
         lines += _conflicts(res, style)
@@ -112,7 +118,8 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         width = max([len(n) for n in names] + [1])
         for name in names:
             d = res.derivations[name]
-            lines.append(f"  {name:<{width}} = {style(f'{show_value(d.value):<16}', 'good')} ({_source_label(d)})")
+            lines.append(f"  {_e(f'{name:<{width}}')} = {style(f'{show_value(d.value):<16}', 'good')} "
+                         f"({_e(_source_label(d))})")
         rest = len(pack.options) - len(names)
         if not only and rest:
             lines.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
@@ -143,9 +150,9 @@ def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
     d = res.derivations[name]
     out = [f"  {style(name, 'name')} = {style(show_value(d.value), 'good')}"]
     if d.source == "user":
-        out.append(f"    set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})")
+        out.append(_e(f"    set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})"))
     elif d.rule is not None:
-        out.append(f"    decided by: {d.source} rule {style(str(d.rule), 'rule')}")
+        out.append(f"    decided by: {_e(d.source)} rule {style(str(d.rule), 'rule')}")
         out += style.wrap(d.doc, "      ", "      ")
     if d.facts:
         out.append("    because:")
@@ -202,7 +209,8 @@ def _conflicts(res, style: Style) -> list[str]:
         out += style.wrap(_root_cause(res, c), "    root cause: ", "      ")
         out.append(f"    rule: {style(str(c.rule), 'rule')}")
         if c.allowed is not None:
-            out.append(f"    allowed {c.options[0] if c.options else ''}: {', '.join(map(show_value, c.allowed)) or 'none on this platform'}")
+            out.append(_e(f"    allowed {c.options[0] if c.options else ''}: "
+                          f"{', '.join(map(show_value, c.allowed)) or 'none on this platform'}"))
         if c.evidence:
             out += style.wrap(c.evidence, "    evidence: ", "      ")
         out.append("    caused by:")

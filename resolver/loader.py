@@ -22,7 +22,7 @@ from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .platforms import PLATFORM_FACTS
 from .rules import KERNEL_CONTEXT, Adjust, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
-from .safe_io import UnreadableFile, checked_path, file_problem, read_text
+from .safe_io import MAX_RULE_FILE_BYTES, UnreadableFile, checked_path, file_problem, read_text
 
 __all__ = ["load_rules", "default_rules_dir"]
 
@@ -75,8 +75,6 @@ class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 _LineLoader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True))
 
 
-#: bytes of one rule file: composing YAML costs ~1.5 s per MiB, and shipped files are under 20 KB
-MAX_RULE_FILE_BYTES = 2**20
 #: YAML nodes one rule file may hold once its aliases are expanded.  The schema check and the
 #: builder walk the expanded tree, so a "billion laughs" file (aliases of aliases) would run for
 #: hours; the shipped files hold under 700 nodes each.

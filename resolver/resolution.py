@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .compiler import CompiledPack
-from .errors import AmbiguousDefaultError, EngineError
+from .engine_values import fact_fields
+from .errors import AmbiguousDefaultError
 from .loader import kernel_option
 from .model import MODEL_FACTS
 from .platforms import Platform
@@ -187,12 +188,8 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             firings[key] = read
 
     def fact(name: str, value: Any) -> dict:
-        f = {"id": f"v:{name}", "t": "val", "o": name}
-        if value is not None:
-            if isinstance(value, float) and "e" in repr(value):  # see resolver/numbers.py
-                raise EngineError(f"{name}={value!r} would be dropped by durable-rules; inputs must pass engine_number")
-            f["v"] = value
-        return f
+        # the value is checked (InputError) and type-tagged here, where facts are built: see engine_values.py
+        return {"id": f"v:{name}", "t": "val", "o": name, **fact_fields(value, name)}
 
     with matcher.session() as session:
         inputs = []
@@ -372,9 +369,7 @@ def _adjust(d: Derivation, compiled, session, firings, facts, values, request, w
         return d
     current, done = d.value, []
     for i, adj in enumerate(steps):
-        f = {"id": f"a:{d.name}:{i}", "t": "adj", "o": d.name, "k": i}
-        if current is not None:
-            f["v"] = current
+        f = {"id": f"a:{d.name}:{i}", "t": "adj", "o": d.name, "k": i, **fact_fields(current, d.name)}
         batch = session.assert_facts([f])
         record(batch)
         hit = [read for key, read in sorted(batch, key=lambda kr: kr[0]) if compiled.branches[key].rule is adj]

@@ -31,6 +31,8 @@ __all__ = [
 
 #: a model config.json (real ones are kilobytes); parsing and checking 16 MiB of JSON takes ~2 s
 MAX_FILE_BYTES = 16 * 2**20
+#: bytes of one rule file: composing YAML costs ~1.5 s per MiB, and shipped files are under 20 KB
+MAX_RULE_FILE_BYTES = 2**20
 #: JSON nesting; real configs and requests are a few levels deep
 MAX_JSON_DEPTH = 64
 #: digits of one JSON integer (Python refuses over 4300 with a bare ValueError; real values have < 20)

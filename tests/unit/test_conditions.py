@@ -67,3 +67,28 @@ def test_names_and_constants():
     c = parse_condition('kv in ["a", "b"] and platform.major >= 10')
     assert c.names() == ("kv", "platform.major")
     assert c.constants("kv") == {"a", "b"}
+
+
+def test_a_boolean_never_joins_a_number():
+    c = parse_condition("a == b")
+    assert not c.holds({"a": True, "b": 1}) and not c.holds({"a": 0, "b": False})
+    assert c.holds({"a": 1, "b": 1.0}) and c.holds({"a": True, "b": True})
+
+
+@pytest.mark.parametrize("text, fragment, column", [
+    ("x < 1e-7", "1e-07 is outside what the resolver handles", 4),
+    ("x == 1e999", "expected a finite number", 5),
+    ("x > -1e999", "expected a finite number", 4),
+    ("x in [1, 9007199254740993]", "too large", 9),
+    ('x == "\\ud800"', "not valid UTF-8", 5),
+])
+def test_constants_the_engine_cannot_hold_are_refused(text, fragment, column):
+    with pytest.raises(ConditionError) as info:
+        parse_condition(text)
+    assert fragment in info.value.message and info.value.column == column
+
+
+def test_constants_the_engine_holds_are_kept():
+    assert parse_condition("x < 1e-4").branches[0][0].value == 0.0001  # written without an exponent: 0.0001
+    assert parse_condition("x == 9007199254740992").branches[0][0].value == 2**53
+    assert parse_condition('x == "名前 😀"').branches[0][0].value == "名前 😀"

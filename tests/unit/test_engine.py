@@ -1,17 +1,20 @@
 """The engine: durable-rules does the matching, safely, and agrees with the reference matcher."""
 import copy
+import json
 import threading
+from dataclasses import replace
 
 import pytest
 
 from resolver.api import resolve_request
 from resolver.compiler import compile_pack
 from resolver.engine import DurableMatcher, ReferenceMatcher
-from resolver.errors import EngineError, RuleFileErrors
+from resolver.engine_values import constant, fact_fields, fact_value
+from resolver.errors import EngineError, InputError, RuleFileErrors
 from resolver.loader import load_rules
-from resolver.resolution import Request, run
-from resolver.platforms import find_platform
 from resolver.model import model_facts
+from resolver.platforms import find_platform
+from resolver.resolution import Request, run
 
 from ..conftest import SEED_ARGS
 
@@ -37,9 +40,9 @@ def test_the_compiled_json_decides(engine):
     compiled = engine.compiled
     tampered = copy.deepcopy(compiled.ruleset)
     key = "default.dsa.backends.fp8#0"
-    text = repr(tampered[key]).replace("'fp8_e4m3'", "'bfloat16'")
-    tampered[key] = eval(text)  # noqa: S307 - a repr of our own JSON dict
-    from dataclasses import replace
+    text = json.dumps(tampered[key])
+    assert '"s:fp8_e4m3"' in text  # constants are type-tagged strings (resolver/engine_values.py)
+    tampered[key] = json.loads(text.replace('"s:fp8_e4m3"', '"s:bfloat16"'))
 
     matcher = DurableMatcher(replace(compiled, ruleset=tampered))
     req = _request({"kv_cache_dtype": "bfloat16"})
@@ -91,7 +94,8 @@ rules:
 {body}
 """
     pack = load_rules(rules_dir({"a.yaml": text}))
-    with pytest.raises(RuleFileErrors, match="the engine hangs past 512"):
+    with pytest.raises(RuleFileErrors, match=r"a.yaml:\d+: rule conflict.c511: 512 different tests follow 'a'.*"
+                                              r"at most 511 and loops forever"):
         compile_pack(pack)
 
 
@@ -125,5 +129,21 @@ rules:
     message: big
 """
     pack = load_rules(rules_dir({"a.yaml": text}))
-    with pytest.raises(RuleFileErrors, match=r"a.yaml:3: 'model.architecture' is tested 520 distinct ways"):
+    with pytest.raises(RuleFileErrors, match=r"a.yaml:3: rule conflict.big: 512 different tests follow 'model.architecture'"):
         compile_pack(pack)
+
+
+@pytest.mark.parametrize("value", [None, True, False, 0, 1, 1.0, -0.0, 0.5, 2**53, "", "1", "true", "é", 'a"b'])
+def test_values_round_trip_through_their_engine_encoding(value):
+    fields = fact_fields(value, "x")
+    back = fact_value(json.loads(json.dumps(fields)))  # as the engine hands facts back
+    assert back == value and type(back) is type(value)
+
+
+def test_encoded_values_are_equal_exactly_when_the_resolver_says_so():
+    assert constant(1) == constant(1.0) == "n:1"
+    assert len({constant(True), constant(1), constant("1"), constant("true"), constant("b:true")}) == 5
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        fact_fields("\udcff", "x")
+    with pytest.raises(InputError, match="outside what the resolver handles"):
+        fact_fields(1e-05, "x")

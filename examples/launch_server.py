@@ -8,6 +8,20 @@
 The launcher has flags of its own (one of them, --kv-cache-dtype, is also a resolver option and
 is reused, not declared twice); the resolver adds the rest, resolves the parsed namespace and
 writes the decisions back before the "server" starts.
+
+What is written back (resolver/integrations/argparse.py has the whole contract): what a rule
+decided (a default or an adjustment), a typed value in the resolution's spelling, and, into the
+flags the resolver added, every resolved value.  None is never written, a launcher's own "unset"
+(a default of None) is left for the launcher to fill, and on a conflict nothing is written.
+Resolving the written-back namespace again changes nothing.  A real SGLang launcher embeds it
+the same way, on SGLang's own parser:
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    add_resolver_arguments(parser)        # adds only --platform: SGLang declares every other flag
+    args = parser.parse_args()
+    resolve_namespace(parser, args)       # the model: --model-path, as SGLang reads it
+    server_args = ServerArgs.from_cli_args(args)
 """
 import argparse
 import logging
@@ -20,14 +34,14 @@ from resolver.integrations.argparse import add_resolver_arguments, resolve_names
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="launch_server", description="Start a (pretend) LLM server.")
-    parser.add_argument("--model-path", required=True, help="a config.json, or a directory holding one")
+    parser.add_argument("--model-path", required=True, help="a config.json, a directory holding one, or a catalogued model id")
     parser.add_argument("--port", type=int, default=30000, help="port to listen on")
     parser.add_argument("--kv-cache-dtype", default="auto", help="the launcher's own KV-cache flag")
     add_resolver_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        resolve_namespace(parser, args, model=args.model_path)
+        resolve_namespace(parser, args)  # the model is --model-path's
     except ConflictError as exc:
         sys.stderr.write(render_text(exc.resolution, style=Style.for_stream(sys.stderr)))
         return 1

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from .adapters import registry as kernel_registry
+from .adapters.registry import WARNING_PLUGIN
 from .compiler import CompiledPack, compile_pack
 from .engine import DurableMatcher, ReferenceMatcher
 from .errors import ConflictError, InputError
@@ -22,7 +23,8 @@ from .fixes import attach_fixes
 from .installed import installed_facts
 from .loader import check_rule_files, default_rules_dir, load_rules
 from .model import load_model_config, model_facts
-from .options import coerce_args
+from .notices import Notice
+from .options import CONSUMED, coerce_args, split_unchecked
 from .platforms import Platform, find_platform
 from .resolution import ConflictReport, Derivation, Outcome, Request, run
 from .rules import RulePack
@@ -106,16 +108,23 @@ class Resolution:
     """The result of one resolution: values, why each has its value, conflicts, warnings."""
 
     def __init__(self, engine: Engine, request: Request, outcome: Outcome, conflicts: tuple[ConflictReport, ...],
-                 notes: tuple[str, ...] = ()):
+                 notes: tuple[Notice, ...] = ()):
         self.engine = engine
         self.request = request
         self.outcome = outcome
-        #: every option in scope -> resolved value (None where SGLang leaves the field unset)
-        self.values: dict[str, Any] = dict(outcome.values)
+        #: every option in scope -> resolved value (None where SGLang leaves the field unset), and every
+        #: other SGLang field the user typed, as typed
+        self.values: dict[str, Any] = {**request.unchecked, **outcome.values}
+        #: the SGLang fields the user typed that no rule reads: carried through, not checked
+        self.unchecked: tuple[str, ...] = tuple(sorted(n for n in request.unchecked if n not in CONSUMED))
         #: option -> :class:`~resolver.resolution.Derivation`
         self.derivations: dict[str, Derivation] = {n: outcome.derivations[n] for n in engine.pack.options}
         self.conflicts: tuple[ConflictReport, ...] = conflicts
-        self.warnings: tuple[str, ...] = tuple(notes) + outcome.warnings
+        self.warnings: tuple[Notice, ...] = tuple(notes) + outcome.warnings
+        if not request.require_known_kernels:  # with the gate on, each unknown verdict is a conflict instead
+            from .verdicts import kernel_warnings
+
+            self.warnings += kernel_warnings(self)
 
     @property
     def status(self) -> str:
@@ -158,7 +167,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     flags: dict[str, str] | None = None, notes: tuple[str, ...] = (),
                     platform_source: str | None = None, fixes: bool = True,
                     installed: dict[str, bool] | None = None, strict: bool = False,
-                    check_installed: bool = False) -> Resolution:
+                    check_installed: bool = False, require_known_kernels: bool = False) -> Resolution:
     """Resolve without raising on conflicts (the CLI and batch mode use this)."""
     plat, source = _platform(platform)
     # the local machine's packages count when resolving for the local GPU, or when asked
@@ -172,25 +181,67 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                 state = f"{adapter.package} {probe.version or ''}".strip()
                 probed[adapter.package.replace("-python", "")] = (
                     probe.installed, f"probed on this machine: {state} {'found' if probe.installed else 'not found'}")
-    if isinstance(model, str):
-        model = load_model_config(model)
     if args is not None and not isinstance(args, dict):
         raise InputError(f"args must be a mapping of option names to values, got {type(args).__name__}")
-    typed, arg_notes, spelled = coerce_args(engine.pack, dict(args or {}), flags)
-    facts = model_facts(model, model_arch)
+    rule_args, unchecked, arg_notes = split_unchecked(engine.pack, dict(args or {}), flags)
+    typed, more_notes, spelled = coerce_args(engine.pack, rule_args, flags)
+    deprecations = [Notice("deprecated", n) for n in (*notes, *arg_notes, *more_notes)]
+    if isinstance(model, str):
+        model = load_model_config(model)
+    facts = _model(model, model_arch, unchecked.get("model_path"))
     engine.check_architecture(facts)
     request = Request(plat, platform_source or source, facts, typed, dict(flags or {}),
-                      installed_facts(installed, probed), spelled, bool(strict), kernels)
+                      installed_facts(installed, probed), spelled, bool(strict), kernels, unchecked,
+                      require_known_kernels=bool(require_known_kernels))
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
     # the adapters' own problems (a plugin that did not load, a probe without an answer) go on every
     # result they could change, so a verdict never silently rests on a missing adapter
-    return Resolution(engine, request, outcome, conflicts, tuple(notes) + tuple(arg_notes) + kernels.warnings())
+    kernel_notices = tuple(Notice("plugin" if w.startswith(WARNING_PLUGIN) else "probe", w) for w in kernels.warnings())
+    return Resolution(engine, request, outcome, conflicts,
+                      (*deprecations, *_architecture_notices(engine, facts), *kernel_notices))
+
+
+def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[str, tuple[Any, str]]:
+    """Model facts from a config, else from SGLang's ``model_path`` as an operator names a model
+    (a path, a Hugging Face id in the local cache, a catalogued id), else from an architecture
+    alone (its representative catalogued config, when there is one)."""
+    from .model_source import find_model, representative
+
+    if model is None and model_arch is None and model_path is not None:
+        found = find_model(model_path)
+        return model_facts(found.config, source=_describe(found))
+    if model is None and isinstance(model_arch, str):
+        found = representative(model_arch.strip())
+        if found is not None:
+            return model_facts(found.config, source=f"{_describe(found)[:-1]}, representative of the architecture)")
+    return model_facts(model, model_arch)
+
+
+def _describe(found) -> str:
+    if found.origin == "catalogue":
+        return f"{found.canonical_id} config (catalogue)"  # 'resolve models' cites its source
+    if found.origin == "hf-cache":
+        return f"{found.where} (Hugging Face cache)"
+    return found.where
+
+
+def _architecture_notices(engine: Engine, facts: dict) -> tuple[Notice, ...]:
+    """An architecture neither the rules nor the model catalogue know resolves with generic
+    answers: say so, never silently."""
+    from .model_source import representative
+
+    arch = facts.get("model.architecture", (None, ""))[0]
+    if not isinstance(arch, str) or arch in engine.architectures.values() or representative(arch) is not None:
+        return ()
+    return (Notice("unknown-architecture",
+                   f"the model architecture '{arch}' is not known to the rules or the model catalogue: "
+                   "only generic rules applied (see 'resolve models' for known models)"),)
 
 
 def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, model: dict | str | None = None,
             model_arch: str | None = None, rules: str | None = None, installed: dict[str, bool] | None = None,
-            strict: bool = False, check_installed: bool = False) -> Resolution:
+            strict: bool = False, check_installed: bool = False, require_known_kernels: bool = False) -> Resolution:
     """Resolve a launch configuration.
 
     :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
@@ -201,12 +252,15 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     :param installed: which kernel packages are present on the target (``{"flashinfer": False}``).
     :param strict: refuse (as a conflict) any adjustment of a value the user typed, instead of warning.
     :param check_installed: count this machine's kernel packages (always so with ``platform="auto"``).
+    :param require_known_kernels: a chosen backend whose kernel no adapter vouches for on the platform is
+        a conflict (for CI gates), not a ``kernel-unknown`` warning.
     :returns: the :class:`Resolution`.
     :raises ConflictError: the configuration conflicts (a ``ValueError``; ``.conflicts`` has them all).
     :raises ResolverError: any other expected failure (bad input, broken rule files).
     """
     res = resolve_request(get_engine(rules), platform=platform, args=args, model=model, model_arch=model_arch,
-                          installed=installed, strict=strict, check_installed=check_installed)
+                          installed=installed, strict=strict, check_installed=check_installed,
+                          require_known_kernels=require_known_kernels)
     if res.conflicts:
         raise ConflictError(res)
     return res

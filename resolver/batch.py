@@ -25,11 +25,41 @@ from .terminal import Output, escape
 
 __all__ = ["REQUEST_KEYS", "run_batch", "resolve_line"]
 
-#: the keys of a batch request (also read by resolve diff --requests)
-REQUEST_KEYS = _KEYS = frozenset({"id", "platform", "model", "model_arch", "args", "installed", "strict"})
+#: the keys of a batch request (also read by resolve diff --requests): the contract's, plus the
+#: oracle's request format (SGLang's own resolution run as a test tool), so any of its cases can be
+#: fed unchanged: ``model_path``, ``model_files``, ``draft_model``, ``platform_overrides``, ``env``
+#: and the labels ``model_name``, ``draft_model_name``, ``recipe`` (which change nothing)
+REQUEST_KEYS = _KEYS = frozenset({"id", "platform", "model", "model_arch", "model_path", "args", "installed",
+                                  "strict", "model_files", "draft_model", "model_name", "draft_model_name", "recipe",
+                                  "platform_overrides", "env", "require_known_kernels"})
+#: platform overrides the oracle format allows; ``has_*`` say whether a kernel package is installed
+_OVERRIDES = {"gpu_memory_gb", "gpus_per_node", "has_flashinfer", "has_triton_kernels", "nvidia_driver_version"}
+_OVERRIDE_PACKAGES = {"has_flashinfer": "flashinfer", "has_triton_kernels": "triton_kernels"}
 
 
-def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True) -> dict[str, Any]:
+def _installed(req: dict[str, Any]) -> dict[str, bool] | None:
+    """``installed``, with the oracle's ``platform_overrides.has_*`` read as the same facts."""
+    overrides = req.get("platform_overrides") or {}
+    if not isinstance(overrides, dict):
+        raise ResolverError("'platform_overrides' must be an object")
+    unknown = sorted(set(overrides) - _OVERRIDES)
+    if unknown:
+        raise ResolverError(f"unknown platform override(s) {unknown}; known: {sorted(_OVERRIDES)}")
+    installed = req.get("installed")
+    if installed is not None and not isinstance(installed, dict):
+        raise ResolverError("'installed' must be an object of package: true|false")
+    out = dict(installed or {})
+    for key, package in _OVERRIDE_PACKAGES.items():
+        if key in overrides:
+            if not isinstance(overrides[key], bool):
+                raise ResolverError(f"'platform_overrides.{key}' must be true or false")
+            if package == "flashinfer":  # triton_kernels has no adapter yet: nothing reads it
+                out.setdefault(package, overrides[key])
+    return out or None
+
+
+def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True,
+                 require_known_kernels: bool = False) -> dict[str, Any]:
     """Resolve one batch line into its result object (never raises a ResolverError)."""
     rid = None
     try:
@@ -53,9 +83,17 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
             raise ResolverError("'strict' must be true or false")
         if req.get("model") is not None and not isinstance(req["model"], dict):
             raise ResolverError("'model' must be an object of config.json fields")
-        res = resolve_request(engine, platform=req["platform"], args=req.get("args") or {}, model=req.get("model"),
-                              model_arch=req.get("model_arch"), installed=req.get("installed"),
-                              strict=bool(req.get("strict", strict)), fixes=fixes)
+        if not isinstance(req.get("require_known_kernels", False), bool):
+            raise ResolverError("'require_known_kernels' must be true or false")
+        if not isinstance(req.get("env") or {}, dict):
+            raise ResolverError("'env' must be an object of variable: value")
+        args = dict(req.get("args") or {})
+        if req.get("model_path") is not None:
+            args.setdefault("model_path", req["model_path"])
+        res = resolve_request(engine, platform=req["platform"], args=args, model=req.get("model"),
+                              model_arch=req.get("model_arch"), installed=_installed(req),
+                              strict=bool(req.get("strict", strict)), fixes=fixes,
+                              require_known_kernels=req.get("require_known_kernels", require_known_kernels))
         return {"id": rid, **to_json_dict(res)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}
@@ -65,7 +103,7 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
 
 
 def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output, explain: bool = False,
-              strict: bool = False, fixes: bool = True) -> int:
+              strict: bool = False, fixes: bool = True, require_known_kernels: bool = False) -> int:
     out, err = Output.of(out), Output.of(err)
     counts = {"resolved": 0, "conflict": 0, "error": 0}
     by_rule: dict[str, int] = {}
@@ -73,7 +111,7 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        result = resolve_line(engine, line, strict, fixes)
+        result = resolve_line(engine, line, strict, fixes, require_known_kernels)
         if result["status"] == "error" and result["id"] is None:
             result["line"] = number
         counts[result["status"]] += 1

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
 from .api import Engine, get_engine, resolve_request
+from .catalogue import catalogue
 from .errors import ConflictError, InputError, ResolverError
 from .explain import Style, render_text
 from .rules import RulePack
@@ -44,10 +45,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _OptionValue(argparse.Action):
-    """Store an option's value and remember which spelling (flag or deprecated alias) was typed."""
+    """Store an option's value and remember which spelling (flag or deprecated alias) was typed.
+    A valueless SGLang flag stores what SGLang's own action would (``--no-x`` stores False)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        value = True if self.nargs == 0 else values
+        value: Any = values
+        if self.nargs == 0:
+            known = catalogue().by_flag.get(option_string or "")
+            set_to = known.value_of(option_string or "") if known is not None else None
+            value = True if set_to is None else set_to
         setattr(namespace, self.dest, value)
         namespace._flags[self.dest] = option_string
 
@@ -57,7 +63,9 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
         prog="resolve",
         allow_abbrev=False,  # a prefix of one flag could silently become another
         description="Resolve and explain the attention-kernel launch options of an LLM server (SGLang 0.5.23 rules).",
-        epilog="Subcommands (each with --help): 'resolve platforms' lists the target platforms and what this "
+        epilog=f"Every other SGLang {catalogue().sglang_version} server flag is accepted too (with argparse's unique "
+               "abbreviations, --tp for --tp-size), carried through unchanged and listed as not checked. "
+               "Subcommands (each with --help): 'resolve platforms' lists the target platforms and what this "
                "machine has; 'resolve kernels' the kernel adapters; 'resolve matrix' what runs where; "
                "'resolve lint' checks a rule pack; 'resolve diff OLD NEW' compares two rule packs. "
                "Exit status: 0 resolved, 1 conflict, 2 bad input, 3 internal error.",
@@ -78,18 +86,25 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     o = p.add_argument_group("output")
     o.add_argument("--explain", nargs="?", const=True, default=False, metavar="OPTION",
                    help="say why each value is what it is (or only OPTION's)")
-    o.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    o.add_argument("--format", choices=["text", "json", "args"], default="text",
+                   help="output format: text (default), json, or args (the resolved SGLang launch command, "
+                        "ready to paste; a conflict is reported on stderr instead)")
     o.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="colour the text output: auto (default) colours a terminal unless NO_COLOR is set")
+    o.add_argument("--require-known-kernels", action="store_true",
+                   help="make a chosen backend whose kernel no adapter vouches for on the target a conflict "
+                        "(for CI gates) instead of a kernel-unknown warning")
     o.add_argument("--strict", action="store_true",
                    help="refuse any change to a value you typed (e.g. a page-size snap) instead of warning")
     o.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
     o.add_argument("--batch", metavar="FILE", help="resolve JSON Lines requests from FILE ('-' = stdin)")
     o.add_argument("--no-fixes", action="store_true",
                    help="report conflicts without searching for fixes (faster over a large batch)")
-    opts = p.add_argument_group("launch options (SGLang flags)")
+    cat = catalogue()
+    opts = p.add_argument_group("launch options the rules check (SGLang flags)")
     for opt in sorted(pack.options.values(), key=lambda o: o.flag):
-        names = [opt.flag, *opt.aliases]
+        sglang = cat.by_dest[opt.name].flags if opt.name in cat.by_dest else ()
+        names = list(dict.fromkeys([opt.flag, *sglang, *opt.aliases]))
         help_ = opt.help
         if opt.choices:
             help_ += f" Choices: {', '.join(opt.choices)}."
@@ -99,22 +114,52 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
             opts.add_argument(*names, dest=opt.name, nargs=0, action=_OptionValue, default=None, help=help_)
         else:
             opts.add_argument(*names, dest=opt.name, action=_OptionValue, default=None, metavar="VALUE", help=help_)
+    # every other SGLang flag: accepted with SGLang's arity, typed later from the flag table, carried
+    # through and listed as not checked (kept out of --help: there are five hundred of them)
+    for action in cat.actions:
+        if action.dest in pack.options:
+            continue
+        nargs: Any = 0 if not action.takes_value else action.nargs
+        p.add_argument(*action.flags, dest=action.dest, nargs=nargs, action=_OptionValue, default=None,
+                       help=argparse.SUPPRESS)
     return p
 
 
+_OWN_FLAGS = ("--platform", "--compute-capability", "--vendor", "--model-config", "--model-arch", "--installed",
+              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--format", "--color", "--rules", "--batch", "--no-fixes",
+              "--help")
+
+
 def _flag_names(pack: RulePack) -> list[str]:
-    names = ["--platform", "--compute-capability", "--vendor", "--model-config", "--model-arch", "--installed", "--strict",
-             "--check-installed",
-             "--explain", "--format", "--color", "--rules", "--batch", "--no-fixes", "--help"]
+    names = list(_OWN_FLAGS)
     for opt in pack.options.values():
         names += [opt.flag, *opt.aliases]
-    return names
+    return names + list(catalogue().by_flag)
+
+
+def _expand_abbreviations(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """SGLang's argparse takes any unique prefix of its flags (``--tp 8`` is ``--tp-size 8``): expand
+    those here, against SGLang's flags only, so the resolver's own flags never capture one."""
+    out: list[str] = []
+    for i, token in enumerate(argv):
+        if token == "--":
+            return out + argv[i:]
+        name, eq, value = token.partition("=")
+        if not name.startswith("--") or name in parser._option_string_actions:
+            out.append(token)
+            continue
+        full = catalogue().expand(name)
+        if isinstance(full, list):
+            raise InputError(f"ambiguous flag '{name}': it could be {', '.join(full[:6])}"
+                             f"{' ...' if len(full) > 6 else ''}. Type more of it.")
+        out.append(token if full is None else full + eq + value)
+    return out
 
 
 def _parse(argv: list[str], pack: RulePack) -> argparse.Namespace:
     parser = build_parser(pack)
     ns = argparse.Namespace(_flags={})
-    ns, unknown = parser.parse_known_args(argv, ns)
+    ns, unknown = parser.parse_known_args(_expand_abbreviations(argv, parser), ns)
     if unknown:
         first = unknown[0]
         flag = first.split("=", 1)[0]
@@ -154,12 +199,18 @@ def _installed(items: list[str]) -> dict[str, bool]:
     return out
 
 
-def _emit(res, ns, out: Output) -> int:
+def _emit(res, ns, out: Output, err: Output) -> int:
     only = ns.explain if isinstance(ns.explain, str) else None
     if only and only not in res.engine.pack.options:
         raise InputError(f"--explain {only}: no such option.{_suggest(only, res.engine.pack.options)}")
     if ns.format == "json":
         out.write(json.dumps(res.to_dict(), indent=2, sort_keys=False) + "\n")
+    elif ns.format == "args" and not res.conflicts:
+        from .launch_line import launch_argv, shell_line
+
+        out.write(shell_line(launch_argv(res)) + "\n")
+    elif ns.format == "args":  # nothing to paste: say why where a script reading stdout will not take it as a command
+        err.write_safe(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(err, ns.color)))
     else:
         # render_text escapes what it quotes itself: escaping here would break its colour codes
         out.write_safe(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(out, ns.color)))
@@ -171,18 +222,23 @@ def _suggest(word, known) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
-def _single(engine: Engine, ns, out: Output) -> int:
-    args = {name: getattr(ns, name) for name in engine.pack.options if getattr(ns, name, None) is not None}
+def _single(engine: Engine, ns, out: Output, err: Output) -> int:
+    names = [*engine.pack.options, *(d for d in catalogue().by_dest if d not in engine.pack.options)]
+    args = {name: getattr(ns, name) for name in names if getattr(ns, name, None) is not None}
     flags = dict(ns._flags)
-    notes = tuple(f"{typed} is deprecated; use {engine.pack.options[name].flag}"
-                  for name, typed in sorted(flags.items()) if typed != engine.pack.options[name].flag)
-    if ns.model_config and ns.model_arch:
-        raise InputError("give --model-config or --model-arch, not both")
+    options = engine.pack.options
+    notes = tuple(f"{typed} is deprecated; use {options[name].flag}"
+                  for name, typed in sorted(flags.items()) if name in options and typed in options[name].aliases)
+    given = [f for f, v in (("--model-config", ns.model_config), ("--model-arch", ns.model_arch),
+                            ("--model-path", args.get("model_path"))) if v]
+    if len(given) > 1:
+        raise InputError(f"give one of --model-path, --model-config or --model-arch, not {' and '.join(given)}")
     platform, source = _platform_arg(ns)
     res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
                           flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed),
-                          strict=ns.strict, check_installed=ns.check_installed, fixes=not ns.no_fixes)
-    return _emit(res, ns, out)
+                          strict=ns.strict, check_installed=ns.check_installed, fixes=not ns.no_fixes,
+                          require_known_kernels=ns.require_known_kernels)
+    return _emit(res, ns, out, err)
 
 
 def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
@@ -195,6 +251,7 @@ def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
         # lines are read with a cap (a stream without newlines cannot fill memory); undecodable
         # bytes become an error on their own line, not a crash of the whole batch
         return run_batch(engine, bounded_lines(stream), out, err, explain=bool(ns.explain), strict=ns.strict,
+                         require_known_kernels=ns.require_known_kernels,
                          fixes=not ns.no_fixes)
 
     if ns.batch == "-":
@@ -259,7 +316,7 @@ def _run(argv: list[str], out: Output, err: Output) -> int:
         ns = _parse(argv, engine.pack)
         if ns.batch:
             return _batch(engine, ns, out, err)
-        return _single(engine, ns, out)
+        return _single(engine, ns, out, err)
     except _UsageError as exc:
         err.write(f"resolve: error: {exc}\n")
         return EXIT_INPUT

@@ -91,6 +91,27 @@ def kernels(argv: list[str], out: TextIO) -> int:
     return 0
 
 
+def models(argv: list[str], out: TextIO) -> int:
+    p = _parser("models", "List the models --model-path knows without a download: the shipped catalogue (the "
+                          "config.json fields the rules read, each entry citing its source). A local directory or "
+                          "a Hugging Face id in the local cache works too.")
+    ns = p.parse_args(argv)
+    from .model_source import catalogue, hub_cache_dir
+
+    rows = [{"id": e.id, "architecture": e.architecture, "aliases": list(e.aliases), "source": e.source}
+            for e in catalogue()]
+    if ns.format == "json":
+        out.write(json.dumps({"models": rows, "hugging_face_cache": hub_cache_dir()}, indent=2) + "\n")
+        return 0
+    width = max(len(r["id"]) for r in rows)
+    for r in rows:
+        aliases = f"  (also: {', '.join(r['aliases'])})" if r["aliases"] else ""
+        out.write(f"{r['id']:<{width}}  {r['architecture']}{aliases}\n")
+    out.write(f"\n{len(rows)} catalogued models; sources: 'resolve models --format json'. Also accepted: a local "
+              f"directory holding config.json, or a Hugging Face id found in {hub_cache_dir()}.\n")
+    return 0
+
+
 def _close(name: str, known: list[str]) -> str:
     close = difflib.get_close_matches(name, known, n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
@@ -126,5 +147,5 @@ def _lazy(module: str, name: str):
     return run
 
 
-SUBCOMMANDS = {"platforms": platforms, "kernels": kernels, "lint": _lazy("lint", "lint"),
+SUBCOMMANDS = {"platforms": platforms, "kernels": kernels, "models": models, "lint": _lazy("lint", "lint"),
                "matrix": _lazy("matrix", "matrix"), "diff": _lazy("diff", "diff")}

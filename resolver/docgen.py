@@ -12,7 +12,7 @@ from .rules import RulePack
 
 __all__ = ["options_markdown", "kernels_markdown"]
 
-_MARK = {"supported": "Y", "unsupported": "N", "refused": "Nr"}
+_MARK = {"supported": "Y", "unsupported": "N", "refused": "Nr", "delegated": "D"}
 
 
 def _cell(text: str) -> str:
@@ -25,7 +25,10 @@ def options_markdown(pack: RulePack) -> str:
         "",
         "Generated from `rules/options.yaml` by `python -m resolver.docgen > docs/options.md`; do not edit.",
         "Each option is a SGLang 0.5.23 `ServerArgs` field; the flag is SGLang's, and the JSON key",
-        "(batch `args`, `values`, `derivations`) is the option name.",
+        "(batch `args`, `values`, `derivations`) is the option name. These are the options the rules",
+        "read. Every other SGLang 0.5.23 flag is accepted too, typed as SGLang types it (the table",
+        "`resolver/data/sglang_flags.json`, made from SGLang's own parser by `tools/sync_flags.py`),",
+        "carried through unchanged and listed as not checked (`unchecked` in JSON).",
         "",
         "| option (JSON key) | flag | type | values | default | meaning |",
         "|---|---|---|---|---|---|",
@@ -63,10 +66,10 @@ def kernels_markdown(adapters) -> str:
         "Generated from the built-in adapters (`resolver/adapters/`) by",
         "`python -m resolver.docgen kernels > docs/kernel-matrix.md`; do not edit. `resolve kernels` shows",
         "the evidence of each cell. Y: runs; N: cannot run (the resolver refuses it, or skips it as a default);",
-        "Nr: SGLang 0.5.23's own checks refuse or rewrite it (a rule in `rules/` does the same); `~`: medium",
-        "evidence; blank: unknown, neither refused nor preferred. A narrowed row (KV dtype, MLA) overrides the",
-        "plain row of the same backend and role; prefill, decode and draft roles read the attention rows unless",
-        "they have their own.",
+        "Nr: SGLang 0.5.23's own checks refuse or rewrite it (a rule in `rules/` does the same); D: runs no kernel",
+        "of its own but those of other options, whose rows decide; `~`: medium evidence; blank: unknown, neither",
+        "refused nor preferred. A narrowed row (KV dtype, MLA) overrides the plain row of the same backend and",
+        "role; prefill, decode and draft roles read the attention rows unless they have their own.",
         "",
         "| backend | role | only for | " + " | ".join(names) + " | adapter |",
         "|---|---|---|" + "---|" * len(names) + "---|",

@@ -107,7 +107,8 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
     req = res.request
     model = req.model.get("model.architecture", (None, ""))[0]
     lines.append(_e(f"platform: {req.platform.name} ({req.platform_source})"))
-    lines.append(_e(f"model:    {model or '(none given)'}"))
+    source = req.model.get("model.from_arch_only", (None, ""))[1]
+    lines += style.wrap(f"model:    {model or '(none given)'}" + (f" (from {source})" if model and source else ""), "", "          ")
     if res.conflicts:
         lines.append("")
         lines += _conflicts(res, style)
@@ -123,11 +124,15 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         rest = len(pack.options) - len(names)
         if not only and rest:
             lines.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
+    if res.unchecked:
+        lines.append("")
+        typed = " ".join(_flag_and_value(res, n) for n in res.unchecked)
+        lines += style.wrap(f"not checked (no rule reads them; passed through unchanged): {typed}", "", "  ")
     if res.warnings:
         lines.append("")
         lines.append(style("warnings:", "warn"))
         for w in res.warnings:
-            lines += style.wrap(w, "  - ", "    ")
+            lines += style.wrap(w.message, "  - ", "    ")
     if explain and not res.conflicts:
         lines.append("")
         lines.append(style("why:", "head"))
@@ -136,6 +141,15 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         for name in names:
             lines += _derivation(res, name, tree, style)
     return "\n".join(lines) + "\n"
+
+
+def _flag_and_value(res, name: str) -> str:
+    """An unchecked field as the user typed it: the flag, then its value unless it is a switch."""
+    flag = res.request.flags.get(name) or f"--{name.replace('_', '-')}"
+    value = res.values.get(name)
+    if isinstance(value, bool):
+        return flag
+    return f"{flag} {' '.join(map(show_value, value)) if isinstance(value, list) else show_value(value)}"
 
 
 def _source_label(d) -> str:
@@ -234,6 +248,9 @@ def _conflicts(res, style: Style) -> list[str]:
 
 
 def to_json_dict(res) -> dict[str, Any]:
+    from .launch_line import typed_after_fix
+    from .verdicts import kernel_verdicts
+
     req = res.request
     model = {f.name.split(".", 1)[1]: f.value for n, f in res.outcome.facts.items() if n.startswith("model.")}
     model["origins"] = {f.name: f.origin for n, f in res.outcome.facts.items() if n.startswith("model.")}
@@ -251,7 +268,12 @@ def to_json_dict(res) -> dict[str, Any]:
         # what a derived fact read, by name: the inner nodes of the text's trees
         "derived_facts": {n: res.outcome.derivations[n].to_dict() for n in sorted(res.engine.pack.facts)
                           if n in res.outcome.derivations},
-        "conflicts": [{**c.to_dict(), "root_cause": _root_cause(res, c)} for c in res.conflicts],
-        "warnings": list(res.warnings),
+        "conflicts": [{**c.to_dict(), "root_cause": _root_cause(res, c),
+                       # each fix also as the whole command line to type, not only the change
+                       "fixes": [{**f.to_dict(), "full_argv": list(typed_after_fix(res, f))} for f in c.fixes]}
+                      for c in res.conflicts],
+        "kernels": kernel_verdicts(res),
+        "unchecked": list(res.unchecked),
+        "warnings": [w.to_dict() for w in res.warnings],
     }
 

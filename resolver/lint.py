@@ -49,7 +49,7 @@ CHECKS = {
     "sweep-bad-fix": "a fix of the sweep that does not resolve",
 }
 
-_KERNEL_STATUSES = ("supported", "unsupported", "refused", "unknown", "none")
+_KERNEL_STATUSES = ("supported", "unsupported", "refused", "unknown", "none", "delegated")
 
 
 @dataclass(frozen=True)

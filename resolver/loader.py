@@ -24,7 +24,7 @@ from .platforms import PLATFORM_FACTS
 from .rules import KERNEL_CONTEXT, Adjust, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
 from .safe_io import MAX_RULE_FILE_BYTES, UnreadableFile, checked_path, file_problem, read_text
 
-__all__ = ["load_rules", "default_rules_dir"]
+__all__ = ["REQUIRE_KNOWN_KERNELS", "default_rules_dir", "load_rules"]
 
 @functools.lru_cache(maxsize=1)
 def _validator():
@@ -34,7 +34,9 @@ def _validator():
     schema = json.loads(resources.files("resolver").joinpath("schema/rules.schema.json").read_text())
     return jsonschema.Draft202012Validator(schema)
 
-_INPUT_FACTS = set(PLATFORM_FACTS) | set(MODEL_FACTS) | set(INSTALLED_FACTS)
+#: what the request itself asks of the resolution, as an input fact the rules read (resolution.run asserts it)
+REQUIRE_KNOWN_KERNELS = "request.require_known_kernels"  # --require-known-kernels (rules/kernels.yaml)
+_INPUT_FACTS = set(PLATFORM_FACTS) | set(MODEL_FACTS) | set(INSTALLED_FACTS) | {REQUIRE_KNOWN_KERNELS}
 
 
 def default_rules_dir() -> str:

@@ -70,8 +70,10 @@ def _field(config: dict[str, Any], fieldname: str) -> tuple[Any, str] | None:
     return None
 
 
-def model_facts(config: dict[str, Any] | None = None, arch: str | None = None) -> dict[str, tuple[Any, str]]:
-    """Model facts with their origins: ``{name: (value, origin)}``."""
+def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
+                source: str = "config.json") -> dict[str, tuple[Any, str]]:
+    """Model facts with their origins: ``{name: (value, origin)}``; ``source`` names the config in
+    origins (a file is "config.json"; a catalogue entry says which model it is)."""
     if config is not None and arch is not None:
         raise InputError("give either a model config or a model architecture, not both")
     facts: dict[str, tuple[Any, str]] = {}
@@ -90,8 +92,8 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None) -
     if archs is not None:
         if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
             raise InputError("model config: 'architectures' must be a non-empty list of names")
-        facts["model.architecture"] = (archs[0], "config.json architectures[0]")
-    facts["model.from_arch_only"] = (False, "config.json")
+        facts["model.architecture"] = (archs[0], f"{source} architectures[0]")
+    facts["model.from_arch_only"] = (False, source)
     for name, (fieldname, _) in MODEL_FACTS.items():
         found = _field(config, fieldname)
         if name in _COMPUTED or found is None:
@@ -101,11 +103,11 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None) -
             raise InputError(f"model config: '{fieldname}' must be a scalar, got {type(value).__name__}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = engine_number(value, f"model config: '{fieldname}'")
-        facts[name] = (value, f"config.json {where}")
+        facts[name] = (value, f"{source} {where}")
     for name in _BOOL_FIELDS:
-        value, origin = facts.get(name, (False, f"config.json (no {MODEL_FACTS[name][0]})"))
+        value, origin = facts.get(name, (False, f"{source} (no {MODEL_FACTS[name][0]})"))
         facts[name] = (bool(value), origin)
     head, v_head = ((_field(config, f) or (None,))[0] for f in ("head_dim", "v_head_dim"))
     facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,
-                                    "config.json head_dim vs v_head_dim")
+                                    f"{source} head_dim vs v_head_dim")
     return facts

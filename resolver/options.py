@@ -7,30 +7,52 @@ types, choices, deprecated values.  Errors are :class:`~resolver.errors.InputErr
 from __future__ import annotations
 
 import difflib
+import json
 from typing import Any
 
+from .catalogue import catalogue
 from .errors import InputError
 from .numbers import engine_number
 from .rules import Option, RulePack
 
-__all__ = ["coerce_args", "coerce_value", "to_argv"]
+__all__ = ["coerce_args", "coerce_value", "split_unchecked", "to_argv"]
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
 def to_argv(pack: RulePack, values: dict[str, Any]) -> tuple[str, ...]:
-    """The flags that type ``values`` (option name -> value), in name order; a false switch or a
-    null value is not typed at all."""
+    """The flags that type ``values`` (SGLang field -> value), in name order, spelled as SGLang's
+    parser reads them; a false switch or a null value is not typed at all (``--no-x`` where SGLang
+    has one)."""
+    cat = catalogue()
     argv: list[str] = []
     for name in sorted(values):
-        opt, value = pack.options[name], values[name]
-        if opt.type == "bool":
+        value = values[name]
+        opt = pack.options.get(name)
+        action = cat.by_dest.get(name)
+        if value is None:
+            continue
+        if opt is not None and opt.type == "bool" or action is not None and action.type == "bool":
+            flag = opt.flag if opt is not None else action.flags[0]  # type: ignore[union-attr]
             if value:
-                argv.append(opt.flag)
-        elif value is not None:
-            argv += [opt.flag, str(value)]
+                argv.append(flag)
+            elif action is not None and action.kind == "bool_optional":
+                argv.append(next(f for f in action.flags if f.startswith("--no-")))
+            continue
+        flag = opt.flag if opt is not None else action.flags[0] if action is not None else f"--{name.replace('_', '-')}"
+        if action is not None and action.kind == "store_const":  # --monokernel-backend amd sets a constant
+            argv += [flag, str(action.choices[0]) if action.choices else str(value)]
+        elif isinstance(value, list):
+            argv += [flag, *(_text(v) for v in value)]
+        else:
+            argv += [flag, _text(value)]
     return tuple(argv)
+
+
+def _text(value: Any) -> str:
+    """A value as SGLang's parser takes it back: JSON for objects, Python's spelling otherwise."""
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
 def _did_you_mean(word: str, known) -> str:
@@ -81,6 +103,46 @@ def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[A
                 f"Valid values: {', '.join(option.choices)}"
             )
     return value, None
+
+
+#: SGLang fields the resolver reads itself rather than carrying through (the model to resolve for)
+CONSUMED = frozenset({"model_path"})
+
+
+def split_unchecked(pack: RulePack, args: dict[str, Any], flags: dict[str, str] | None = None
+                    ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """Split ``args`` into the options the rules declare (typed later by :func:`coerce_args`) and
+    SGLang fields no rule reads, typed here as SGLang's parser types them and carried through
+    unchanged.  Returns (rule args, unchecked values, deprecation notes); a name that is neither
+    is an InputError with a did-you-mean over every SGLang field."""
+    if not isinstance(args, dict):
+        raise InputError(f"args must be a JSON object of option: value, got {type(args).__name__}")
+    flags = flags or {}
+    cat = catalogue()
+    rule_args: dict[str, Any] = {}
+    unchecked: dict[str, Any] = {}
+    notes: list[str] = []
+    for name, value in args.items():
+        if not isinstance(name, str):
+            raise InputError(f"option names must be strings, got {name!r}")
+        if name in pack.options:
+            rule_args[name] = value
+            continue
+        action = cat.by_dest.get(name)
+        if action is None:
+            raise InputError(f"unknown option '{name}'.{_did_you_mean(name, [*pack.options, *cat.by_dest])}")
+        typed = cat.coerce(name, value, flags.get(name))
+        typed_flag = flags.get(name) or action.flags[0]
+        deprecated = cat.by_flag[typed_flag].deprecated if typed_flag in cat.by_flag else None
+        if deprecated:
+            instead = f"; use {deprecated}" if isinstance(deprecated, str) else ""
+            notes.append(f"{typed_flag} is deprecated in SGLang {cat.sglang_version}{instead}")
+        renamed = cat.value_renames.get("deprecated_tool_call_parsers", {}).get(typed) if name == "tool_call_parser" else None
+        if renamed:
+            notes.append(f"{typed_flag} {typed} is deprecated; SGLang reads it as {renamed}")
+            typed = renamed
+        unchecked[name] = typed
+    return rule_args, unchecked, notes
 
 
 def coerce_args(pack: RulePack, args: dict[str, Any], flags: dict[str, str] | None = None):

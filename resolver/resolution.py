@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .compiler import CompiledPack
 from .engine_values import fact_fields
 from .errors import AmbiguousDefaultError
-from .loader import kernel_option
+from .installed import absent_packages
+from .loader import REQUIRE_KNOWN_KERNELS, kernel_option
 from .model import MODEL_FACTS
+from .notices import Notice
 from .platforms import Platform
 from .rules import KERNEL_CONTEXT, Conflict, Default, Fact, RuleRef
 
@@ -46,6 +49,14 @@ class Request:
     spelled: dict[str, Any] = field(default_factory=dict)  # option -> deprecated spelling the user typed
     strict: bool = False  # an adjustment of a typed value is a conflict, not a warning
     kernels: Any = None  # the kernel adapters' registry (what runs where); None: every kernel is unknown
+    unchecked: dict[str, Any] = field(default_factory=dict)  # SGLang fields no rule reads, carried through
+    require_known_kernels: bool = False  # an unknown kernel verdict on a chosen backend is a conflict (rules/kernels.yaml)
+
+    @cached_property
+    def absent(self) -> dict[str, str]:
+        """package -> why it is known to be missing on the target: its kernels cannot run (computed once:
+        every kernel verdict of the resolution asks)."""
+        return absent_packages(self.installed)
 
 
 @dataclass(frozen=True)
@@ -145,7 +156,7 @@ class Outcome:
     facts: dict[str, FactUse]  # every name (inputs, derived facts, options) with its origin
     derivations: dict[str, Derivation]  # options and derived facts
     conflicts: tuple[ConflictReport, ...]
-    warnings: tuple[str, ...]
+    warnings: tuple[Notice, ...]
     fired: tuple[str, ...]  # every branch the engine fired, sorted (for tests and explanations)
 
 
@@ -180,7 +191,7 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
     values: dict[str, Any] = {}
     firings: dict[str, dict[str, Any]] = {}
     derivations: dict[str, Derivation] = {}
-    warnings: list[str] = []
+    warnings: list[Notice] = []
     refused: list[ConflictReport] = []  # --strict: adjustments of typed values
 
     def record(batch):
@@ -202,7 +213,13 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             inputs.append(fact(name, value))
         for name, (value, origin) in sorted(request.installed.items()):
             facts[name] = FactUse(name, value, "installed", origin)
-            inputs.append(fact(name, value))
+            if name in compiled.reads:  # one fact per known package: the engine gets those a rule reads
+                inputs.append(fact(name, value))
+        gate = request.require_known_kernels
+        facts[REQUIRE_KNOWN_KERNELS] = FactUse(REQUIRE_KNOWN_KERNELS, gate, "request",
+                                               "asked (--require-known-kernels)" if gate else "not asked")
+        if REQUIRE_KNOWN_KERNELS in compiled.reads:
+            inputs.append(fact(REQUIRE_KNOWN_KERNELS, gate))
         # what the user typed, before any rule: SGLang reads some raw fields (page_size when it
         # picks the attention backend); ``user.<option>`` is null when not typed, and
         # ``typed.<option>`` keeps a deprecated spelling as typed (tokenspeed_mla implies FP8)
@@ -230,9 +247,11 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
                 batch.append(fact(name, d.value))
                 role = pack.options[name].kernel_role if name in pack.options else None
                 if role:  # what the kernel adapters report about the chosen backend, as facts the rules read
-                    status, why = _kernel_status(d, role, request, facts)
+                    status, why, adapter = _kernel_status(d, role, request, facts)
+                    # the origin names the adapter behind the verdict (resolver.verdicts reads it back)
+                    origin = f"kernel adapter {adapter}" if adapter else "kernel adapters"
                     for fname, fvalue in ((f"kernel.{name}", status), (f"kernel.{name}_why", why)):
-                        facts[fname] = FactUse(fname, fvalue, "kernel", "kernel adapters")
+                        facts[fname] = FactUse(fname, fvalue, "kernel", origin)
                         values[fname] = fvalue
                         if fname in compiled.reads:
                             batch.append(fact(fname, fvalue))
@@ -286,17 +305,23 @@ def _decide_fact(rule: Fact, compiled, firings, facts) -> Derivation:
     return Derivation(rule.name, False, "derived", rule.ref, f"no branch of this rule matched: {rule.doc}")
 
 
-def _kernel_status(d: Derivation, role: str, request: Request, facts) -> tuple[str, str]:
+def _kernel_status(d: Derivation, role: str, request: Request, facts) -> tuple[str, str, str | None]:
+    """kernel.<option>, kernel.<option>_why and the adapter behind them, for the decided value."""
     if d.value is None and any(c.outcome == "skipped" for c in d.candidates):
         reasons: dict[Any, str] = {}
         for c in d.candidates:
             if c.outcome == "skipped":
                 reasons.setdefault(c.value, c.why.split(": ", 1)[-1])
-        return "none", "; ".join(f"{value} - {why}" for value, why in reasons.items())
+        return "none", "; ".join(f"{value} - {why}" for value, why in reasons.items()), None
     if request.kernels is None:
-        return "unknown", "no kernel adapters consulted"
-    verdict = request.kernels.verdict(role, d.value, request.platform.name, *_kernel_context(facts))
-    return verdict.status, verdict.why
+        return "unknown", "no kernel adapters consulted", None
+    verdict = _verdict(request, role, d.value, facts)
+    return verdict.status, verdict.why, verdict.adapter
+
+
+def _verdict(request: Request, role: str, backend: Any, facts):
+    """What the adapters say about ``backend`` here, counting the packages the target lacks."""
+    return request.kernels.verdict(role, backend, request.platform.name, *_kernel_context(facts), absent=request.absent)
 
 
 def _kernel_context(facts) -> tuple[str | None, bool | None]:
@@ -334,8 +359,7 @@ def _decide_option(name, compiled, firings, facts, request: Request) -> Derivati
         # a default whose kernel cannot run on the target is skipped (unknown is not refused)
         runnable = []
         for r, read_ in ranked:
-            verdict = request.kernels.verdict(option.kernel_role, proposed(r), request.platform.name,
-                                              *_kernel_context(facts))
+            verdict = _verdict(request, option.kernel_role, proposed(r), facts)
             if verdict.status == "unsupported":
                 skipped.append(Candidate(r.ref, proposed(r), r.priority, "skipped",
                                          f"its kernel cannot run on {request.platform.name}: {verdict.why}"))
@@ -389,7 +413,8 @@ def _adjust(d: Derivation, compiled, session, firings, facts, values, request, w
                 refused.append(ConflictReport(adj.ref, adj.doc, f"{change} ({message.rstrip('.')}); --strict refuses to change a "
                                               f"value you typed.", (d.name,), used, (adj.value,), None))
                 continue
-            warnings.append(f"{flag}={format_value(current)} was changed to {format_value(adj.value)} by {adj.ref}: {message}")
+            warnings.append(Notice("adjusted", f"{flag}={format_value(current)} was changed to {format_value(adj.value)} "
+                                               f"by {adj.ref}: {message}"))
         done.append(Adjustment(adj.ref, current, adj.value, message, adj.normalize, used))
         current = adj.value
     if not done:

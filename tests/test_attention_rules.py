@@ -58,7 +58,7 @@ def test_fa4_page_size_on_sm100(side):
     res = resolve({side: "fa4", "page_size": 1}, platform="b200", model=LLAMA)
     assert res.values["page_size"] == 128
     assert res.request.args["page_size"] == 1  # what the user typed is kept as typed
-    assert any("changed to 128" in w for w in res.warnings)
+    assert any("changed to 128" in w.message for w in res.warnings)
 
 
 def test_fa4_page_size_not_forced_for_tree_speculation_or_mla():
@@ -92,7 +92,7 @@ def test_fa3_with_fp8_e5m2_becomes_triton_and_says_so():
     res = resolve({"attention_backend": "fa3", "kv_cache_dtype": "fp8_e5m2"}, platform="h100", model=LLAMA)
     assert res.values["attention_backend"] == "triton"
     assert res.derivations["attention_backend"].source == "adjustment"
-    assert any("FlashAttention 3 only supports fp8_e4m3" in w for w in res.warnings)
+    assert any("FlashAttention 3 only supports fp8_e4m3" in w.message for w in res.warnings)
 
 
 def test_deprecated_tokenspeed_mla():

@@ -33,7 +33,8 @@ def test_resolved_exits_0():
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (BASE + ["--kv-cache-dtyp", "fp8_e4m3"], "Did you mean --kv-cache-dtype?"),
+    (BASE + ["--kv-cache-dtpe", "fp8_e4m3"], "Did you mean --kv-cache-dtype?"),
+    (BASE + ["--kv", "fp8_e4m3"], "ambiguous flag '--kv': it could be --kv-cache-dtype"),
     (BASE + ["--bogus"], "unknown flag '--bogus'"),
     (BASE + ["--kv-cache-dtype", "fp8"], "Valid values: auto, fp8_e5m2, fp8_e4m3"),
     (BASE + ["--kv-cache-dtype", "float16"], "invalid value 'float16'"),
@@ -92,8 +93,8 @@ def test_deprecated_aliases_are_accepted_and_reported():
     doc = json.loads(out)
     assert code == 0
     assert doc["values"]["dsa_decode_backend"] == "flashmla_kv" and doc["values"]["attention_backend"] == "dsa"
-    assert any("--nsa-decode-backend is deprecated; use --dsa-decode-backend" in w for w in doc["warnings"])
-    assert any("--attention-backend nsa is deprecated" in w for w in doc["warnings"])
+    assert any("--nsa-decode-backend is deprecated; use --dsa-decode-backend" in w["message"] for w in doc["warnings"])
+    assert any("--attention-backend nsa is deprecated" in w["message"] for w in doc["warnings"])
 
 
 def test_explicit_page_size_adjustment_is_a_warning():
@@ -102,7 +103,7 @@ def test_explicit_page_size_adjustment_is_a_warning():
     assert code == 0 and doc["values"]["page_size"] == 64
     assert doc["derivations"]["page_size"]["source"] == "adjustment"
     assert doc["derivations"]["page_size"]["adjustments"][0]["from"] == 128
-    assert any("--page-size=128 was changed to 64 by adjust.dsa.page.cuda" in w for w in doc["warnings"])
+    assert any("--page-size=128 was changed to 64 by adjust.dsa.page.cuda" in w["message"] for w in doc["warnings"])
     code, out, _ = _cli(BASE + ["--page-size", "128", "--explain"])
     assert "adjusted 128 -> 64 by adjust.dsa.page.cuda" in out and "warnings:" in out
 

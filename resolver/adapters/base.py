@@ -8,9 +8,11 @@ version and, for ahead-of-time builds, the GPU architectures it was compiled for
 
 Statuses follow shared/reference/kernels.md 0.3: "supported" (Y), "unsupported" (N: no kernel,
 an assertion, a crash), "refused" (Nr: SGLang 0.5.23's own resolution refuses or rewrites it, so
-a rule in rules/ already says so; the adapter records the kernel-side reason).  A combination
-no claim mentions is *unknown*: neither refused nor preferred (kernels.md 0.4).  Adapters only
-report; what follows from a report is decided by rules (``rules/kernels.yaml``).
+a rule in rules/ already says so; the adapter records the kernel-side reason), "delegated" (the
+backend runs no kernel of its own but those other options name, whose verdicts are their own: ``dsa``
+runs the DSA prefill and decode backends).  A combination no claim mentions is *unknown*: neither
+refused nor preferred (kernels.md 0.4).  Adapters only report; what follows from a report is
+decided by rules (``rules/kernels.yaml``).
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ ROLES = {
 }
 #: a role with no claim of its own reads the claims of this one (the same kernel serves both)
 ROLE_FALLBACK = {"attention_prefill": "attention", "attention_decode": "attention", "draft": "attention"}
-STATUSES = ("supported", "unsupported", "refused")
+STATUSES = ("supported", "unsupported", "refused", "delegated")
 STRENGTHS = ("strong", "medium", "weak")
 #: KV-cache dtypes a claim or limit may name (the contract's --kv-cache-dtype values)
 KV_DTYPES = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16")

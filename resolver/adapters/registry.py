@@ -23,8 +23,10 @@ import importlib.metadata
 import re
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..installed import canonical_package
 from ..platforms import ALL_PLATFORMS
 from .base import ROLE_FALLBACK, AdapterError, Claim, KernelAdapter, Probe, validate
 
@@ -37,17 +39,18 @@ PROBE_TIMEOUT = 5.0
 WARNING_PLUGIN = "plugin:"  # an entry-point adapter failed to load, clashed, or its probe failed
 WARNING_PROBE = "probe:"  # a built-in adapter's probe failed
 _BUILTIN = ("flashmla", "fa3", "fa4", "flashinfer", "trtllm", "flashinfer_sparse_mla", "tilelang", "triton", "aiter",
-            "intel_xpu", "torch_native", "hpc_ops")
+            "intel_xpu", "torch_native", "hpc_ops", "other_devices", "dsa_dispatch")
 _PLATFORM = {p.name: p for p in ALL_PLATFORMS}
 
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str  # supported | unsupported | refused | unknown
+    status: str  # supported | unsupported | refused | delegated | unknown
     why: str  # the evidence, with the adapter that claims it
+    adapter: str | None = None  # the adapter behind it (None: no adapter speaks about this backend here)
 
     def to_dict(self):
-        return {"status": self.status, "why": self.why}
+        return {"status": self.status, "why": self.why, "adapter": self.adapter}
 
 
 class Registry:
@@ -62,11 +65,15 @@ class Registry:
         self._lock = threading.RLock()
         #: (role, backend, platform) -> the claims about it, in load order
         self._index: dict[tuple[str, str, str], list[tuple[Claim, KernelAdapter]]] = {}
+        #: backend -> the adapters that serve it anywhere (whose package it needs where no claim speaks)
+        self._serving: dict[str, list[KernelAdapter]] = {}
         for adapter in adapters:
             for claim in adapter.claims:
                 for backend in claim.backends:
                     for platform in claim.platforms:
                         self._index.setdefault((claim.role, backend, platform), []).append((claim, adapter))
+            for backend in adapter.serves():
+                self._serving.setdefault(backend, []).append(adapter)
 
     def claim(self, role: str, backend: str, platform: str, kv_dtype: str | None = None,
               mla: bool | None = None) -> tuple[Claim, KernelAdapter] | None:
@@ -82,25 +89,37 @@ class Registry:
         return None
 
     def verdict(self, role: str, backend: str | None, platform: str, kv_dtype: str | None = None,
-                mla: bool | None = None) -> Verdict:
+                mla: bool | None = None, absent: Mapping[str, str] | None = None) -> Verdict:
+        """What the adapters say about ``backend`` in ``role`` on ``platform``.  ``absent`` maps the
+        (canonical) packages the target lacks to why that is known (``--installed X=no``): a kernel of
+        an absent package cannot run, whatever its claim says, except that a refusal stays a refusal."""
         if backend is None:
             return Verdict("unknown", "no backend")
+        absent = absent or {}
         hit = self.claim(role, backend, platform, kv_dtype, mla)
         if hit is None:
+            # no claim here, but a kernel whose every serving package is absent cannot run anywhere
+            serving = self._serving.get(backend, [])
+            gone = [a for a in serving if _package(a) in absent]
+            if serving and len(gone) == len(serving):
+                return _absent(gone[-1], absent)
             return Verdict("unknown", f"no adapter declares {backend} ({role}) on {platform}")
         claim, adapter = hit
+        name = adapter.name
         probe = (self.probed or {}).get(adapter.name)
         scope = f" ({claim.scope()})" if claim.scope() else ""
         if claim.status == "supported" and isinstance(probe, Probe):
             missing = _not_runnable_here(adapter, probe, backend, platform)
             if missing:
-                return Verdict("unsupported", f"{missing} [adapter {adapter.name}, {adapter.source}; probed]")
+                return Verdict("unsupported", f"{missing} [adapter {name}, {adapter.source}; probed]", name)
+        if claim.status == "supported" and _package(adapter) in absent:
+            return _absent(adapter, absent)
         if claim.status == "supported" and isinstance(probe, AdapterError):
             # the install could not be checked: neither "runs here" (the package may be missing) nor
             # "cannot run" (a broken or slow probe must not manufacture a conflict); the warning says why
             return Verdict("unknown", f"{claim.evidence}{scope}, not verified on this machine: its probe gave no answer "
-                                      f"[adapter {adapter.name}, {adapter.source}; {claim.strength}]")
-        return Verdict(claim.status, f"{claim.evidence}{scope} [adapter {adapter.name}, {adapter.source}; {claim.strength}]")
+                                      f"[adapter {name}, {adapter.source}; {claim.strength}]", name)
+        return Verdict(claim.status, f"{claim.evidence}{scope} [adapter {name}, {adapter.source}; {claim.strength}]", name)
 
     def served(self, role_prefix: str | None = None) -> set[str]:
         """The backends the adapters speak about: all of them, or those with a claim in a role
@@ -173,6 +192,17 @@ def _run_probes(adapters: list[KernelAdapter], timeout: float) -> dict[str, Prob
     return out
 
 
+def _package(adapter: KernelAdapter) -> str | None:
+    """The adapter's package under its canonical spelling (the one ``absent`` is keyed by)."""
+    return (canonical_package(adapter.package) or adapter.package) if adapter.package else None
+
+
+def _absent(adapter: KernelAdapter, absent: Mapping[str, str]) -> Verdict:
+    package = _package(adapter)
+    return Verdict("unsupported", f"package {package} is not installed on the target ({absent[package or '']}) "
+                                  f"[adapter {adapter.name}, {adapter.source}]", adapter.name)
+
+
 def _not_runnable_here(adapter: KernelAdapter, probe: Probe, backend: str, platform: str) -> str:
     """Why this machine's install cannot run ``backend`` on ``platform`` ("" if nothing says so)."""
     if not probe.installed:
@@ -196,7 +226,9 @@ def _loadable(probe: Probe, major: int, minor: int) -> bool:
 
 
 def _builtin_adapters() -> list[KernelAdapter]:
-    return [validate(importlib.import_module(f"{__package__}.{module}").ADAPTER, "built-in") for module in _BUILTIN]
+    """One adapter per module (ADAPTER), or several kernel families of one kind in one module (ADAPTERS)."""
+    modules = [importlib.import_module(f"{__package__}.{name}") for name in _BUILTIN]
+    return [validate(adapter, "built-in") for m in modules for adapter in getattr(m, "ADAPTERS", None) or (m.ADAPTER,)]
 
 
 def _name_key(name: str) -> str:

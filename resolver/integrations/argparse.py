@@ -1,36 +1,57 @@
 """Embed the resolver in an existing ``argparse`` launcher.
 
     parser = argparse.ArgumentParser()
-    ...                                        # the launcher's own flags
+    ...                                        # the launcher's own flags (or ServerArgs.add_cli_args(parser))
     add_resolver_arguments(parser)             # the resolver's flags it does not have yet
     args = parser.parse_args()
-    resolution = resolve_namespace(parser, args, model=args.model_path)   # raises ConflictError
-    # args now holds the resolved values
+    resolution = resolve_namespace(parser, args)   # the model from --model-path; raises ConflictError
+    # args now holds what the resolution decided
 
 Flags the launcher already declares (say its own ``--kv-cache-dtype``) are reused, never
 added twice; their value counts as set by the user only when it differs from the launcher's
 default (argparse cannot tell a typed value equal to the default from the default itself:
-declare such a flag with ``default=None`` to let the resolver tell).  Each decision is logged once at INFO on the ``resolver`` logger; nothing here sets
-up logging.
+declare such a flag with ``default=None`` to let the resolver tell).  Only the resolver's own
+options are passed to it, and ``--model-path`` when the caller gives no ``model``; every other
+flag stays in the namespace as parsed.
+
+The write-back contract (what :func:`resolve_namespace` changes in the namespace):
+
+* a value a rule decided (a default or an adjustment rule), or the resolution's spelling of
+  a typed value (``--attention-backend nsa`` becomes ``dsa``), is written;
+* the option's declared default, where no rule decided (source ``fallback``), is written only
+  over a concrete launcher default that differs from it, or into a flag this module added; a
+  launcher's ``None`` stays ``None`` (the launcher fills in its own default later, and SGLang
+  reads a typed ``--page-size 1`` differently from an unset one);
+* ``None`` is never written: no rule decides None, and a launcher's default (SGLang's
+  ``1.0`` receive threshold, its ``"auto"`` dequant dtype) must survive;
+* on a conflict nothing is written (``ConflictError`` is raised first).
+
+So the namespace round-trips: resolving it again changes nothing.  Each decision is logged
+once at INFO on the ``resolver`` logger; nothing here sets up logging.
 """
 from __future__ import annotations
 
 import argparse
 import logging
+import weakref
 from typing import Any
 
 from ..api import Resolution, get_engine, resolve_request
 from ..errors import ConflictError
+from ..rules import RulePack
 
 __all__ = ["add_resolver_arguments", "resolve_namespace"]
 
 log = logging.getLogger("resolver")
 
-_TARGET = (("--platform", dict(default="auto", help="target GPU: a platform name or alias, or 'auto' to detect it "
-                                                      "(launch-resolver)")),)
+_PLATFORM_HELP = "target GPU: a platform name or alias, or 'auto' to detect it (launch-resolver)"
+
+#: the flags add_resolver_arguments declared itself: the launcher has no value of its own there, so
+#: they show every resolved value (weak: a parser and its actions may come and go)
+_ADDED: weakref.WeakSet[argparse.Action] = weakref.WeakSet()
 
 
-def _existing(parser: argparse.ArgumentParser, flags) -> argparse.Action | None:
+def _existing(parser: argparse.ArgumentParser, flags: list[str]) -> argparse.Action | None:
     # argparse keeps its flag table in _option_string_actions; it is the only way to reuse a flag
     return next((parser._option_string_actions[f] for f in flags if f in parser._option_string_actions), None)
 
@@ -40,10 +61,9 @@ def add_resolver_arguments(parser: argparse.ArgumentParser, rules: str | None = 
     """Add the resolver's launch options (and ``--platform``) that ``parser`` does not have yet."""
     pack = get_engine(rules).pack
     group = None
-    for flag, kw in _TARGET:
-        if _existing(parser, [flag]) is None:
-            group = group or parser.add_argument_group(title)
-            group.add_argument(flag, dest="resolver_platform", **kw)
+    if _existing(parser, ["--platform"]) is None:
+        group = parser.add_argument_group(title)
+        group.add_argument("--platform", dest="resolver_platform", default="auto", help=_PLATFORM_HELP)
     for opt in sorted(pack.options.values(), key=lambda o: o.name):
         flags = [opt.flag, *opt.aliases]
         if _existing(parser, flags) is not None:
@@ -51,13 +71,17 @@ def add_resolver_arguments(parser: argparse.ArgumentParser, rules: str | None = 
         group = group or parser.add_argument_group(title)
         help_ = opt.help + (f" (choices: {', '.join(opt.choices)})" if opt.choices else "")
         if opt.type == "bool":
-            group.add_argument(*flags, dest=opt.name, action="store_const", const=True, default=None, help=help_)
+            action = group.add_argument(*flags, dest=opt.name, action="store_const", const=True, default=None,
+                                        help=help_)
         else:
-            group.add_argument(*flags, dest=opt.name, default=None, metavar="VALUE", help=help_)
+            action = group.add_argument(*flags, dest=opt.name, default=None, metavar="VALUE", help=help_)
+        _ADDED.add(action)
 
 
-def _typed(parser: argparse.ArgumentParser, ns: argparse.Namespace, pack) -> dict[str, tuple[str, Any]]:
-    """option -> (dest, value) for each resolver option the user set on the command line."""
+def _typed(parser: argparse.ArgumentParser, ns: argparse.Namespace, pack: RulePack) -> dict[str, Any]:
+    """option -> value, for each resolver option the user set on the command line.  Other flags
+    are not passed: the launcher's parser has checked them and they stay in ``ns`` as parsed, so
+    the resolver could only refuse one its own catalogue types differently."""
     out = {}
     for opt in pack.options.values():
         action = _existing(parser, [opt.flag, *opt.aliases])
@@ -66,31 +90,47 @@ def _typed(parser: argparse.ArgumentParser, ns: argparse.Namespace, pack) -> dic
         value = getattr(ns, action.dest, None)
         if value is None or value == action.default:
             continue  # the launcher's own default is not the user's choice: let the resolver pick
-        out[opt.name] = (action.dest, value)
+        out[opt.name] = value
     return out
+
+
+def _write_back(parser: argparse.ArgumentParser, ns: argparse.Namespace, res: Resolution) -> None:
+    """Write what the resolution decided into ``ns`` (the contract in the module docstring)."""
+    for name, opt in res.engine.pack.options.items():
+        action = _existing(parser, [opt.flag, *opt.aliases])
+        if action is None:
+            continue
+        value, held = res.values[name], getattr(ns, action.dest, None)
+        if value is None or value == held:
+            continue
+        if res.derivations[name].source == "fallback" and held is None and action not in _ADDED:
+            continue  # the launcher's "unset": it applies its own default, which the fallback mirrors
+        setattr(ns, action.dest, value)
 
 
 def resolve_namespace(parser: argparse.ArgumentParser, ns: argparse.Namespace, *, platform: str | None = None,
                       model: dict | str | None = None, model_arch: str | None = None,
                       rules: str | None = None) -> Resolution:
-    """Resolve what ``ns`` holds, write the resolved values back into it, log each decision once.
+    """Resolve what ``ns`` holds, write what the resolution decided back into it, log each decision once.
 
-    :raises ConflictError: the configuration conflicts (every conflict, with fixes, is on the error).
+    :raises ConflictError: the configuration conflicts (every conflict, with fixes, is on the
+        error); ``ns`` is left as it was.
     :raises ResolverError: bad input (an unknown value, an unknown platform, an unreadable model).
     """
     engine = get_engine(rules)
-    typed = _typed(parser, ns, engine.pack)
     own = _existing(parser, ["--platform"])  # the launcher's own --platform, or the one added above
     platform = platform or (getattr(ns, own.dest, None) if own is not None else None) or "auto"
-    res = resolve_request(engine, platform=platform, args={name: value for name, (_, value) in typed.items()},
-                          model=model, model_arch=model_arch)
+    args = _typed(parser, ns, engine.pack)
+    path = _existing(parser, ["--model-path"])
+    if model is None and model_arch is None and path is not None and getattr(ns, path.dest, None) is not None:
+        # SGLang's --model-path (a directory, a Hugging Face id in the local cache, a catalogued id):
+        # the resolver finds the model the same way when the caller names none
+        args["model_path"] = getattr(ns, path.dest)
+    res = resolve_request(engine, platform=platform, args=args, model=model, model_arch=model_arch)
     if res.conflicts:
         raise ConflictError(res)
-    for name, value in res.values.items():
-        action = _existing(parser, [engine.pack.options[name].flag, *engine.pack.options[name].aliases])
-        if action is not None:
-            setattr(ns, action.dest, value)
-    for name in sorted(res.values):
+    _write_back(parser, ns, res)
+    for name in sorted(engine.pack.options):
         d = res.derivations[name]
         if d.source in ("default", "adjustment"):
             log.info("%s = %s (%s rule %s: %s)", name, res.values[name], d.source, d.rule, d.doc)

@@ -180,3 +180,52 @@ def test_an_adapter_name_is_one_line_of_text_and_look_alikes_are_one_name():
         validate(KernelAdapter("x", "x", None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),),
                                probe="yes"), "test")
     assert _name_key("Flashinfer_TRTLLM") == _name_key("flashinfer-trtllm") == _name_key(" flashinfer.trtllm ")
+
+
+def test_every_adapter_package_is_known_to_installed_under_its_spellings():
+    from resolver.adapters.registry import _builtin_adapters
+    from resolver.installed import INSTALLED_FACTS, PACKAGES, canonical_package
+
+    known = {p.name for p in PACKAGES}
+    assert {a.package for a in _builtin_adapters() if a.package} <= known
+    assert "installed.flashinfer" in INSTALLED_FACTS  # what rules/attention.yaml reads
+    for spelling, package in [("flashinfer", "flashinfer-python"), ("FlashInfer_Python", "flashinfer-python"),
+                              ("flash_mla", "sgl-flash-mla"), ("sgl_kernel", "sglang-kernel"),
+                              ("sgl-kernel", "sglang-kernel"), ("aiter", "amd-aiter"), ("torch_npu", "torch-npu")]:
+        assert canonical_package(spelling) == package, spelling
+    assert canonical_package("flash-attn") is None and canonical_package("fa3") is None
+
+
+def test_an_absent_package_makes_its_kernels_unsupported_and_leaves_refusals_alone():
+    reg = Registry([_adapter(
+        Claim("attention", ("k",), "supported", ("sm80",), "runs"),
+        Claim("attention", ("k",), "unsupported", ("sm90",), "no code for it"),
+        Claim("attention", ("k",), "refused", ("sm100",), "SGLang refuses it"),
+    )], [])
+    absent = {"t-pkg": "--installed t-pkg=no"}
+    gone = reg.verdict("attention", "k", "sm80", absent=absent)
+    assert (gone.status, gone.adapter) == ("unsupported", "t")
+    assert gone.why == "package t-pkg is not installed on the target (--installed t-pkg=no) [adapter t, built-in]"
+    assert "no code for it" in reg.verdict("attention", "k", "sm90", absent=absent).why  # its own evidence stays
+    assert reg.verdict("attention", "k", "sm100", absent=absent).status == "refused"
+    # no claim on sm120 (unknown), but nothing of this package runs without it
+    assert reg.verdict("attention_decode", "k", "sm120", absent=absent).status == "unsupported"
+    assert reg.verdict("attention", "k", "sm120").status == "unknown"
+    assert reg.verdict("attention", "other", "sm80", absent=absent).status == "unknown"  # no adapter serves it
+    assert reg.verdict("attention", "k", "sm80", absent={"x-pkg": "--installed x-pkg=no"}).status == "supported"
+
+
+def test_a_claim_of_an_adapter_with_another_package_outlives_the_absence():
+    builtin = _adapter(Claim("dsa_decode", ("k",), "unsupported", ("sm120",), "no SM120 build"))
+    vendor = validate(KernelAdapter("v", "vendor build", "v-pkg", (Claim("dsa_decode", ("k",), "supported", ("sm120",),
+                                                                         "vendor notes"),)), "entry point v")
+    reg = Registry([builtin, vendor], [])
+    assert reg.verdict("dsa_decode", "k", "sm120", absent={"t-pkg": "--installed t-pkg=no"}).status == "supported"
+    assert reg.verdict("dsa_decode", "k", "sm120", absent={"v-pkg": "--installed v-pkg=no"}).status == "unsupported"
+
+
+def test_a_delegated_claim_is_neither_refused_nor_unknown():
+    reg = Registry([_adapter(Claim("attention", ("d",), "delegated", ("sm90",), "runs the kernels of other options",
+                                   mla=True))], [])
+    assert reg.verdict("attention", "d", "sm90", None, True).status == "delegated"
+    assert reg.verdict("attention", "d", "sm90", None, False).status == "unknown"

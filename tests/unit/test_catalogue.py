@@ -70,3 +70,25 @@ def test_values_typed_as_sglang_types_them(dest, raw, typed):
 def test_bad_values_are_input_errors(dest, raw):
     with pytest.raises(InputError):
         catalogue().coerce(dest, raw)
+
+
+def test_rule_options_agree_with_sglangs_flags():
+    """Each option the rules declare is SGLang's field, flag and default (page_size: SGLang's
+    default is None and its pipeline always decides it, as the rules do)."""
+    from resolver.loader import load_rules
+
+    c = catalogue()
+    for name, opt in load_rules().options.items():
+        assert name in c.by_dest, name
+        assert opt.flag in c.by_dest[name].flags, (name, opt.flag)
+        if name != "page_size":
+            assert opt.default == c.default(name), (name, opt.default, c.default(name))
+
+
+def test_options_no_rule_reads_come_from_the_catalogue():
+    from resolver.api import get_engine
+
+    engine = get_engine()
+    unread = [n for n in engine.pack.options
+              if not {n, f"user.{n}", f"typed.{n}"} & engine.compiled.reads]
+    assert unread == [], f"declare in rules/options.yaml only what a rule reads: {unread}"

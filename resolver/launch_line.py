@@ -1,0 +1,43 @@
+"""The resolved launch as an SGLang command line (``resolve --format args``) and the full
+command line after a fix: what the user typed, with every decided value SGLang would otherwise
+not have, spelled as SGLang's parser reads it."""
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from .catalogue import catalogue
+from .options import to_argv
+
+__all__ = ["LAUNCHER", "launch_argv", "typed_after_fix", "shell_line"]
+
+#: how SGLang 0.5.23 starts a server
+LAUNCHER = ("python", "-m", "sglang.launch_server")
+
+
+def _typed(res) -> dict[str, Any]:
+    """What the user typed, as SGLang fields (deprecated value spellings already normalised)."""
+    return {**res.request.unchecked, **res.request.args}
+
+
+def launch_argv(res) -> tuple[str, ...]:
+    """The user's flags plus every resolved value that differs from SGLang's default, so SGLang
+    given this line decides nothing differently from the resolver."""
+    cat = catalogue()
+    typed = _typed(res)
+    chosen = {}
+    for name, value in res.values.items():
+        if name in typed or (name in cat.by_dest and value != cat.default(name)):
+            chosen[name] = value
+    return to_argv(res.engine.pack, chosen)
+
+
+def typed_after_fix(res, fix) -> tuple[str, ...]:
+    """The complete command line the user types once ``fix`` is applied (not only the delta)."""
+    typed = {n: v for n, v in _typed(res).items() if n not in fix.unset}
+    typed.update(fix.set)
+    return to_argv(res.engine.pack, typed)
+
+
+def shell_line(argv: tuple[str, ...]) -> str:
+    return shlex.join((*LAUNCHER, *argv))

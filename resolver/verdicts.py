@@ -1,0 +1,58 @@
+"""The kernel verdict of every chosen backend, as data: for JSON (``kernels``), ``--explain`` and warnings.
+
+A resolution decides, for each option with a ``kernel_role``, the facts ``kernel.<option>`` (the
+status) and ``kernel.<option>_why`` (the evidence); the origin of the status fact names the adapter
+behind it.  This module only reads them back:
+
+- :func:`kernel_verdicts`: option -> ``{"backend", "role", "status", "why", "adapter"}``;
+- :func:`kernel_warnings`: a warning (code ``kernel-unknown``) for each chosen backend whose verdict
+  is unknown.  Unknown is neither refused nor preferred (kernels.md 0.4); a request that sets
+  ``require_known_kernels`` (``--require-known-kernels``) gets a conflict instead, from the rules
+  ``conflict.kernel.*.unknown`` in rules/kernels.yaml, explained and fixed like every conflict.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .notices import Notice
+
+if TYPE_CHECKING:
+    from .api import Resolution
+
+__all__ = ["KERNEL_UNKNOWN", "kernel_verdicts", "kernel_warnings"]
+
+#: the stable code of the warning about a chosen backend whose kernel verdict is unknown
+KERNEL_UNKNOWN = "kernel-unknown"
+_ADAPTER_ORIGIN = "kernel adapter "  # resolution.run: the origin of kernel.<option> when an adapter speaks
+
+
+def kernel_verdicts(resolution: Resolution) -> dict[str, dict[str, Any]]:
+    """Every option with a kernel role that has a backend (or whose every default was skipped: status
+    ``none``), in the rule pack's order, with the verdict on its final value.  ``status`` is one of
+    supported, unsupported, refused (SGLang's own checks refuse it), unknown or none; ``adapter`` is
+    None where no adapter speaks (unknown, none)."""
+    facts = resolution.outcome.facts
+    out: dict[str, dict[str, Any]] = {}
+    for name, option in resolution.engine.pack.options.items():
+        status = facts.get(f"kernel.{name}")
+        if not option.kernel_role or status is None:
+            continue
+        backend = resolution.outcome.values.get(name)
+        if backend is None and status.value != "none":
+            continue  # not set: no backend of its own (prefill and decode then run --attention-backend's)
+        origin = status.origin
+        out[name] = {"backend": backend, "role": option.kernel_role, "status": status.value,
+                     "why": facts[f"kernel.{name}_why"].value,
+                     "adapter": origin[len(_ADAPTER_ORIGIN):] if origin.startswith(_ADAPTER_ORIGIN) else None}
+    return out
+
+
+def kernel_warnings(resolution: Resolution) -> tuple[Notice, ...]:
+    """A ``kernel-unknown`` warning for each chosen backend whose kernel no adapter vouches for here."""
+    platform = resolution.request.platform.name
+    options = resolution.engine.pack.options
+    return tuple(
+        Notice(KERNEL_UNKNOWN,
+               f"{options[name].flag} {v['backend']}: whether this kernel runs on {platform} is unknown ({v['why']}); "
+               "it is neither refused nor preferred (--require-known-kernels refuses it)")
+        for name, v in kernel_verdicts(resolution).items() if v["status"] == "unknown")

@@ -14,28 +14,13 @@ import pytest
 
 from resolver.api import get_engine, resolve_request
 from resolver.cli import main
+from tools.sglang_diff import DIVERGENCE_RULES, NOT_OFFERED
 
 from .conftest import PUBLIC_DATA, ROOT
 
-#: rules whose refusals are intended departures from 0.5.23 -> divergence id in docs/divergences.md
-DIVERGENCE_RULES = {
-    "conflict.kernel.flashinfer-sparse-mla.glm-sm12x": "D2",
-    # what the kernel adapters report (resolver/adapters), and kernel limits of shared/reference/kernels.md
-    **{rule: "K" for rule in (
-        "conflict.kernel.dsa-prefill.cannot-run", "conflict.kernel.dsa-decode.cannot-run",
-        "conflict.kernel.attention.cannot-run", "conflict.kernel.dsa-prefill.none-runs",
-        "conflict.kernel.dsa-decode.none-runs", "conflict.kernel.attention.none-runs",
-        "conflict.kernel.prefill-attention.cannot-run", "conflict.kernel.decode-attention.cannot-run",
-        "conflict.kernel.draft-attention.cannot-run", "conflict.kernel.mxfp8-sm12x",
-        "conflict.kernel.tilelang-bf16-sm12x-nope")},
-}
 
 GROUPS = ("dsa", "dsa_sink", "dsa_page", "hisparse",  # the core issue
           "attn_default", "mla_checks", "kv_gates", "trtllm_mha", "fa_rules", "deterministic")  # the attention pack
-#: values the reference data uses that SGLang 0.5.23's own CLI does not offer (so not in the contract's
-#: choices either): such requests are input errors here, whatever SGLang's passes did with them
-NOT_OFFERED = ("'cutlass_mla'", "'float16'")
-
 
 def _cases(groups):
     with open(PUBLIC_DATA, encoding="utf-8") as fh:

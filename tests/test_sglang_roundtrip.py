@@ -5,11 +5,7 @@ stubs, plus the resolver's dependencies): it parses real launch command lines wi
 ``ServerArgs.add_cli_args`` + :func:`add_resolver_arguments`, resolves and writes back, then runs
 SGLang's own whole resolution on the namespace as parsed and as written back.
 
-Which Python: ``$SGLANG_ORACLE_PYTHON`` if set (then it must work: CI sets it, so a broken
-oracle venv fails there instead of skipping), else ``.oracle-venv/bin/python`` beside the
-checkout (``../.oracle-venv``), else the test is skipped.  The oracle itself is
-``$SGLANG_ORACLE_DIR``, else ``../shared/oracle``.  It writes /tmp/sglang-oracle-fixture: do not
-run two oracle tests at once.
+Which Python and which oracle: tests/oracle.py.
 """
 from __future__ import annotations
 
@@ -22,43 +18,21 @@ import pytest
 from resolver.api import get_engine
 
 from .conftest import ROOT
+from .oracle import ORACLE, oracle_python
 from .test_parity import DIVERGENCE_RULES
 
 HELPER = os.path.join(ROOT, "tests", "sglang_roundtrip_helper.py")
-ORACLE = os.environ.get("SGLANG_ORACLE_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "oracle")
-NEEDS = ("sglang", "durable", "yaml", "jsonschema", "elftools")  # import names of sglang and the resolver's dependencies
 
 #: resolver values that are not SGLang 0.5.23's final value on the written-back namespace:
 #: (case, option) -> (resolver, SGLang).  Each is a rule gap for rules/ to close; the test fails
 #: when one appears or when a listed one is gone (then delete its line).
 KNOWN_VALUE_DIFFS: dict[tuple[str, str], tuple[object, object]] = {
-    # SGLang's handle_pd_disaggregation turns the radix cache off on a decode server unless
-    # --disaggregation-decode-enable-radix-cache is given; no rule does yet
-    ("dsv32-h200-pd-decode-threshold", "disable_radix_cache"): (False, True),
-    ("dsv3-h200-pd-decode", "disable_radix_cache"): (False, True),
-    ("llama-h100-pd-decode", "disable_radix_cache"): (False, True),
 }
-
-
-def _oracle_python() -> str:
-    explicit = os.environ.get("SGLANG_ORACLE_PYTHON")
-    python = explicit or os.path.join(os.path.dirname(ROOT), ".oracle-venv", "bin", "python")
-    probe = f"import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in {NEEDS!r}))"
-    usable = (os.path.isfile(python) and os.path.isdir(ORACLE)
-              and subprocess.run([python, "-c", probe], check=False, timeout=60).returncode == 0)
-    if not usable:
-        why = (f"the SGLang oracle is not usable: {python} (with {', '.join(NEEDS)}) and {ORACLE} are needed; "
-               "build the venv as the oracle's README says, plus "
-               "'pip install durable-rules==2.0.28 pyyaml jsonschema pyelftools'")
-        if explicit:
-            pytest.fail(f"SGLANG_ORACLE_PYTHON is set but {why}")
-        pytest.skip(why)
-    return python
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    python = _oracle_python()
+    python = oracle_python()
     out = tmp_path_factory.mktemp("sglang-roundtrip") / "report.json"
     run = subprocess.run([python, "-B", HELPER, "--oracle", ORACLE, "--out", str(out)],
                          capture_output=True, text=True, timeout=300, check=False, env={**os.environ, "PYTHONHASHSEED": "0"})

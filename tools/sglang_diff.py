@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""Differential test against SGLang 0.5.23: seeded random launches, SGLang's own resolution vs the resolver.
+
+    python tools/sglang_diff.py --seed 7 --count 2000 [--oracle-python PY] [--oracle-dir DIR] [--show 5]
+
+Each launch is a real catalogued checkpoint (``resolver/data/models.json``) on one of SGLang's
+platforms, with a random draw of the options the rules cover: attention, prefill/decode and DSA
+backends, KV-cache dtype, page size, HiSparse, speculative decoding (EAGLE, EAGLE3, NEXTN,
+STANDALONE, NGRAM, DFLASH with their shapes and draft checkpoints), tensor parallelism,
+deterministic inference and the PD role.  Most options stay unset in most launches, as in real
+commands.  SGLang answers through the oracle (a separate Python with the sglang 0.5.23 wheel and
+torch stubbed out; its ``ask.py``), the resolver answers in this process, and every launch is
+classed:
+
+- ``agree``: both refuse, or both resolve with the same value for every option the rules decide;
+- ``divergence``: the resolver refuses by a rule of docs/divergences.md (a kernel that cannot run
+  what SGLang picks), or SGLang picks a kernel of a package the request says is absent;
+- ``not-offered``: a value SGLang's own CLI does not offer (an input error here);
+- ``harness``: the oracle could not run the request (not a verdict on either side);
+- anything else is a difference, grouped by kind (a refusal we miss, a conflict SGLang does not
+  raise, a value that differs) with an example of each.
+
+The exit status is 1 when a difference is left, else 0.  The same seed and count give the same
+launches on every machine: the draw uses only ``random.Random(seed)`` over sorted inputs.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, ROOT)
+
+from resolver.api import Engine, get_engine  # noqa: E402
+from resolver.batch import resolve_line  # noqa: E402
+from resolver.catalogue import catalogue as flag_catalogue  # noqa: E402
+from resolver.model_source import catalogue as model_catalogue  # noqa: E402
+
+PLATFORMS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121", "gfx942", "gfx950")
+#: where the oracle writes the draft checkpoint it is given (``speculative_draft_model_path`` must name it)
+ORACLE_DRAFT_DIR = "/tmp/sglang-oracle-fixture/draft"
+
+#: draft checkpoints (config.json of public draft heads; the weights are never read)
+DRAFTS: dict[str, dict[str, Any]] = {
+    # EAGLE-2 head for Llama-3.1-8B-Instruct: huggingface.co/lmsys/sglang-EAGLE-LLaMA3-Instruct-8B
+    "EAGLE": {"architectures": ["LlamaForCausalLMEagle"], "model_type": "llama", "hidden_size": 4096,
+              "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 1,
+              "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 131072,
+              "rope_theta": 500000.0, "torch_dtype": "bfloat16", "vocab_size": 128256},
+    # EAGLE-3 head: huggingface.co/lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B
+    "EAGLE3": {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,
+               "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 1,
+               "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 131072,
+               "rope_theta": 500000.0, "draft_vocab_size": 32000, "torch_dtype": "bfloat16", "vocab_size": 128256},
+    # a small standalone draft: huggingface.co/meta-llama/Llama-3.2-1B-Instruct
+    "STANDALONE": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+                   "intermediate_size": 8192, "num_attention_heads": 32, "num_hidden_layers": 16,
+                   "num_key_value_heads": 8, "head_dim": 64, "max_position_embeddings": 131072,
+                   "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                    "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+                   "rope_theta": 500000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+                   "vocab_size": 128256},
+    # a DFlash block-diffusion draft: huggingface.co/z-lab/Qwen3-8B-DFlash-b16
+    "DFLASH": {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096,
+               "intermediate_size": 12288, "num_attention_heads": 32, "num_hidden_layers": 5,
+               "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 40960,
+               "rope_theta": 1000000, "block_size": 16, "torch_dtype": "bfloat16", "vocab_size": 151936,
+               "dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33], "mask_token_id": 151669}},
+}
+
+#: catalogued checkpoints the oracle cannot load (its stand-ins for transformers fail before SGLang decides
+#: anything), so launches of them would tell nothing: left out of the draw
+ORACLE_CANNOT_RUN = {
+    # multimodal configs: the stubbed transformers recurse in hf_transformers_patches
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "RecursionError in the transformers stub",
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct": "RecursionError in the transformers stub",
+    "Qwen/Qwen3-VL-8B-Instruct": "RecursionError in the transformers stub",
+    "Qwen/Qwen3-VL-235B-A22B-Instruct": "RecursionError in the transformers stub",
+    "moonshotai/Kimi-K2.5": "RecursionError in the transformers stub",
+    "moonshotai/Kimi-VL-A3B-Instruct": "RecursionError in the transformers stub",
+    "google/gemma-3-27b-it": "RecursionError in the transformers stub",
+    # the model class reads config fields the catalogue does not carry
+    "deepseek-ai/DeepSeek-Coder-V2-Lite-Base": "no vocab_size in the catalogued config",
+    "openbmb/MiniCPM3-4B": "no vocab_size in the catalogued config",
+    "deepseek-ai/DeepSeek-V4-Flash": "no compress_ratios in the catalogued config",
+    "moonshotai/Kimi-Linear-48B-A3B-Instruct": "the oracle's fixture config has no qk_rope_head_dim",
+    "meituan-longcat/LongCat-Flash-Chat": "the oracle's fixture config has no num_hidden_layers",
+}
+
+#: rules whose refusals are intended departures from SGLang 0.5.23 -> their section in docs/divergences.md
+DIVERGENCE_RULES: dict[str, str] = {
+    "conflict.kernel.flashinfer-sparse-mla.glm-sm12x": "D2",
+    # what the kernel adapters report (resolver/adapters): a kernel that cannot run what SGLang picks
+    **{rule: "K" for rule in (
+        "conflict.kernel.dsa-prefill.cannot-run", "conflict.kernel.dsa-decode.cannot-run",
+        "conflict.kernel.attention.cannot-run", "conflict.kernel.dsa-prefill.none-runs",
+        "conflict.kernel.dsa-decode.none-runs", "conflict.kernel.attention.none-runs",
+        "conflict.kernel.prefill-attention.cannot-run", "conflict.kernel.decode-attention.cannot-run",
+        "conflict.kernel.draft-attention.cannot-run", "conflict.kernel.mxfp8-sm12x",
+        "conflict.kernel.tilelang-bf16-sm12x-nope")},
+}
+
+# ---------------------------------------------------------------------------------------------
+# Launches
+# ---------------------------------------------------------------------------------------------
+
+_BACKENDS = ("fa3", "fa4", "flashinfer", "triton", "torch_native", "flex_attention", "flashmla", "trtllm_mla",
+             "trtllm_mha", "cutlass_mla", "aiter", "wave", "dsa", "nsa", "ascend", "intel_amx")
+_KV = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "nvfp4")
+_DSA = ("flashmla_sparse", "flashmla_kv", "flashmla_auto", "fa3", "tilelang", "aiter", "trtllm")
+_SPEC = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH")
+
+
+def _maybe(rng: random.Random, p: float, choices) -> Any:
+    """One of ``choices`` with probability ``p``, else None (the option stays unset)."""
+    return rng.choice(choices) if rng.random() < p else None
+
+
+def _offered(catalogue, field: str, values) -> tuple:
+    """The values SGLang's CLI offers for a choice field, in the order given (sorted for a stable draw)."""
+    flag = catalogue.by_dest.get(field)
+    choices = set(flag.choices) if flag is not None and flag.choices else None
+    return tuple(v for v in values if choices is None or v in choices)
+
+
+def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dict[str, Any]:
+    """One random launch in the oracle's request format."""
+    name, config = rng.choice(models)
+    platform = rng.choice(PLATFORMS)
+    args: dict[str, Any] = {
+        "attention_backend": _maybe(rng, 0.35, _offered(catalogue, "attention_backend", _BACKENDS)),
+        "prefill_attention_backend": _maybe(rng, 0.08, _offered(catalogue, "prefill_attention_backend", _BACKENDS)),
+        "decode_attention_backend": _maybe(rng, 0.08, _offered(catalogue, "decode_attention_backend", _BACKENDS)),
+        "kv_cache_dtype": _maybe(rng, 0.35, _offered(catalogue, "kv_cache_dtype", _KV)),
+        "page_size": _maybe(rng, 0.25, (1, 16, 32, 64, 128)),
+        "tp_size": _maybe(rng, 0.4, (1, 2, 4, 8)),
+        "enable_deterministic_inference": _maybe(rng, 0.04, (True,)),
+        "disaggregation_mode": _maybe(rng, 0.08, ("prefill", "decode")),
+    }
+    if config.get("index_topk") is not None or rng.random() < 0.05:
+        args["dsa_prefill_backend"] = _maybe(rng, 0.2, _offered(catalogue, "dsa_prefill_backend", _DSA))
+        args["dsa_decode_backend"] = _maybe(rng, 0.2, _offered(catalogue, "dsa_decode_backend", _DSA))
+        if rng.random() < 0.15:
+            args["enable_hisparse"] = True
+            args["disable_radix_cache"] = rng.random() < 0.8
+    request: dict[str, Any] = {"platform": platform, "model_name": name, "model": config}
+    algorithm = _maybe(rng, 0.3, _SPEC)
+    if algorithm is not None:
+        args["speculative_algorithm"] = algorithm
+        args["speculative_num_steps"] = _maybe(rng, 0.4, (1, 2, 3, 5))
+        args["speculative_eagle_topk"] = _maybe(rng, 0.4, (1, 2, 4, 8))
+        args["speculative_num_draft_tokens"] = _maybe(rng, 0.4, (2, 4, 8, 16))
+        args["speculative_draft_attention_backend"] = _maybe(
+            rng, 0.1, _offered(catalogue, "speculative_draft_attention_backend", ("fa3", "flashinfer", "triton", "trtllm_mha")))
+        args["speculative_adaptive"] = _maybe(rng, 0.05, (True,))
+        if algorithm in DRAFTS and rng.random() < 0.85:  # sometimes the draft path is forgotten
+            request["draft_model_name"] = algorithm
+            request["draft_model"] = DRAFTS[algorithm]
+            args["speculative_draft_model_path"] = ORACLE_DRAFT_DIR
+    request["args"] = {k: v for k, v in args.items() if v is not None}
+    return request
+
+
+def launches(seed: int, count: int) -> list[dict[str, Any]]:
+    """``count`` launches drawn from ``seed`` (ids ``s<seed>-<n>``), the same on every machine."""
+    rng = random.Random(seed)
+    models = sorted((m.id, dict(m.config)) for m in model_catalogue() if m.id not in ORACLE_CANNOT_RUN)
+    catalogue = flag_catalogue()
+    return [{"id": f"s{seed}-{n}", **launch(rng, models, catalogue)} for n in range(count)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Both sides
+# ---------------------------------------------------------------------------------------------
+
+def default_oracle_dir() -> str:
+    return os.environ.get("SGLANG_ORACLE_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "oracle")
+
+
+def ask_oracle(requests: list[dict], python: str, oracle_dir: str, cache: str | None = None) -> dict[str, dict]:
+    """SGLang's answer per request id, from ``ask.py`` (one oracle process; answers cached by request)."""
+    keyed = {r["id"]: hashlib.sha256(json.dumps({k: v for k, v in r.items() if k != "id"}, sort_keys=True)
+                                      .encode()).hexdigest() for r in requests}
+    known: dict[str, dict] = {}
+    if cache and os.path.exists(cache):
+        with open(cache, encoding="utf-8") as fh:
+            for line in fh:
+                entry = json.loads(line)
+                known[entry["key"]] = entry["answer"]
+    todo = [r for r in requests if keyed[r["id"]] not in known]
+    if todo:
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in todo)
+        try:
+            proc = subprocess.run([python, "-B", os.path.join(oracle_dir, "ask.py"), fh.name],
+                                  cwd=os.path.dirname(oracle_dir), capture_output=True, text=True, check=False)
+        finally:
+            os.unlink(fh.name)
+        answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
+        if len(answers) != len(todo):
+            raise SystemExit(f"the oracle answered {len(answers)} of {len(todo)} requests "
+                             f"(exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        fresh = {keyed[rid]: a for rid, a in answers.items()}
+        known.update(fresh)
+        if cache:
+            with open(cache, "a", encoding="utf-8") as out:
+                out.writelines(json.dumps({"key": k, "answer": a}) + "\n" for k, a in fresh.items())
+    return {rid: known[key] for rid, key in keyed.items()}
+
+
+def ask_resolver(requests: list[dict], engine: Engine) -> dict[str, dict]:
+    """The resolver's result per request id, as ``resolve --batch --no-fixes`` gives it."""
+    return {r["id"]: resolve_line(engine, json.dumps(r), fixes=False) for r in requests}
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison
+# ---------------------------------------------------------------------------------------------
+
+#: modules of the oracle's environment (stubbed transformers): an error raised there is not SGLang's answer
+ORACLE_STUBS = ("sglang.srt.utils.hf_transformers_patches",)
+#: values SGLang 0.5.23's CLI does not offer (the resolver refuses them as input errors)
+NOT_OFFERED = ("'cutlass_mla'", "'float16'")
+
+
+def _template(message: str) -> str:
+    """An error message with its numbers and quoted values blanked, to group one kind of refusal."""
+    message = re.sub(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]", "…", message.splitlines()[0] if message else "")
+    return re.sub(r"\d+(\.\d+)?", "N", message)[:160]
+
+
+def sglang_value(answer: dict, request: dict, field: str, defaults: dict[str, Any]) -> Any:
+    """SGLang's final value: what a step declared, else what was typed, else SGLang's default."""
+    if field in answer["values"]:
+        return answer["values"][field]
+    return request["args"].get(field, defaults.get(field))
+
+
+def classify(request: dict, answer: dict, result: dict, fields: list[str], defaults: dict[str, Any],
+             aliases: dict[str, dict[str, Any]]) -> str:
+    """``agree``, ``divergence``, ``not-offered``, ``harness``, or a difference named by its kind."""
+    if "harness_error" in answer:
+        return "harness"
+    sg = answer["sglang"]
+    if sg["status"] == "error" and sg.get("raised_in", "").startswith(ORACLE_STUBS):
+        return "harness"  # the oracle's stand-in for transformers failed: no verdict of SGLang's
+    if result["status"] == "error":
+        if "invalid value" in result.get("error", "") and any(v in result["error"] for v in NOT_OFFERED):
+            return "not-offered"
+        return f"input error here: {_template(result['error'])}"
+    if sg["status"] == "error":
+        if result["status"] == "conflict":
+            return "agree"
+        return f"SGLang refuses, we resolve: {sg['type']}: {_template(sg['message'])}"
+    if result["status"] == "conflict":
+        rules = sorted({c["rule"]["id"] for c in result["conflicts"]})
+        if set(rules) <= set(DIVERGENCE_RULES):
+            return "divergence"
+        return f"we refuse, SGLang resolves: {' + '.join(r for r in rules if r not in DIVERGENCE_RULES)}"
+    differ = sorted(f for f in fields if result["values"].get(f) != _spelled(sglang_value(sg, request, f, defaults),
+                                                                              aliases.get(f, {})))
+    if differ and _skipped_as_absent(result, differ, sg, request, defaults):
+        return "divergence"
+    return f"values differ: {', '.join(differ)}" if differ else "agree"
+
+
+def _spelled(value: Any, aliases: dict[str, Any]) -> Any:
+    """SGLang keeps a deprecated spelling (``nsa``) where the resolver names the value it means (``dsa``)."""
+    return aliases.get(value, value) if isinstance(value, str) else value
+
+
+def _skipped_as_absent(result: dict, differ: list[str], sg: dict, request: dict, defaults: dict) -> bool:
+    """SGLang's pick is a kernel of a package the request says is absent, so the resolver took the
+    next candidate (docs/divergences.md, K); the page size may follow."""
+    skipped = {f for f in differ if any(
+        c["outcome"] == "skipped" and c["value"] == sglang_value(sg, request, f, defaults)
+        and "is not installed on the target" in c["why"]
+        for c in result.get("derivations", {}).get(f, {}).get("candidates", ()))}
+    return bool(skipped) and set(differ) - skipped <= {"page_size"}
+
+
+def compare(requests: list[dict], answers: dict[str, dict], results: dict[str, dict],
+            engine: Engine) -> dict[str, list[str]]:
+    """Request ids by class (see the module doc)."""
+    fields = sorted(engine.compiled.pack.options)
+    defaults = {dest: a.default for dest, a in flag_catalogue().by_dest.items()}
+    aliases = {name: dict(o.value_aliases or {}) for name, o in engine.compiled.pack.options.items()}
+    classes: dict[str, list[str]] = collections.defaultdict(list)
+    for r in requests:
+        classes[classify(r, answers[r["id"]], results[r["id"]], fields, defaults, aliases)].append(r["id"])
+    return dict(classes)
+
+
+PASSING = ("agree", "divergence", "not-offered", "harness")
+
+
+def report(classes: dict[str, list[str]], requests: list[dict], answers: dict, results: dict, show: int,
+           out=sys.stdout) -> int:
+    """Print the classes, commonest difference first, with ``show`` examples each; the number of differences."""
+    by_id = {r["id"]: r for r in requests}
+    total = sum(map(len, classes.values()))
+    for name in PASSING:
+        print(f"{name:<12} {len(classes.get(name, ())):>6}", file=out)
+    differences = sorted(((k, v) for k, v in classes.items() if k not in PASSING), key=lambda kv: (-len(kv[1]), kv[0]))
+    n_diff = sum(len(v) for _, v in differences)
+    print(f"{'different':<12} {n_diff:>6}  of {total} launches, {len(differences)} kinds", file=out)
+    for kind, ids in differences:
+        print(f"\n{len(ids):>5} x {kind}", file=out)
+        for rid in ids[:show]:
+            r = by_id[rid]
+            sg = answers[rid].get("sglang", {})
+            print(f"      {rid}: {r['platform']} {r['model_name']} {json.dumps(r['args'], sort_keys=True)}", file=out)
+            if kind.startswith("values differ"):
+                fields = kind.split(": ", 1)[1].split(", ")
+                res = results[rid]["values"]
+                shown = {f: (sg.get("values", {}).get(f, r["args"].get(f, "<default>")), res.get(f)) for f in fields}
+                print(f"        (sglang, ours): {shown}", file=out)
+            elif sg.get("status") == "error":
+                print(f"        sglang: {sg['type']}: {sg['message'][:300]}", file=out)
+    return n_diff
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=20261201, help="random seed of the launches (default: %(default)s)")
+    ap.add_argument("--count", type=int, default=2000, help="how many launches (default: %(default)s)")
+    ap.add_argument("--oracle-python", default=os.environ.get("SGLANG_ORACLE_PYTHON"),
+                    help="the Python of the oracle's venv (default: $SGLANG_ORACLE_PYTHON)")
+    ap.add_argument("--oracle-dir", default=default_oracle_dir(),
+                    help="the oracle folder holding ask.py (default: $SGLANG_ORACLE_DIR or ../shared/oracle)")
+    ap.add_argument("--cache", help="a JSONL file of oracle answers kept between runs (keyed by request)")
+    ap.add_argument("--show", type=int, default=3, help="examples shown per kind of difference")
+    ap.add_argument("--write", help="write every launch with both answers and its class to this JSONL file")
+    a = ap.parse_args(argv)
+    if not a.oracle_python:
+        ap.error("give --oracle-python (or set SGLANG_ORACLE_PYTHON): see the oracle's README for its venv")
+    if a.count < 1:
+        ap.error("--count must be at least 1")
+    if not os.path.isfile(os.path.join(a.oracle_dir, "ask.py")):
+        ap.error(f"no ask.py in {a.oracle_dir}: give --oracle-dir (or set SGLANG_ORACLE_DIR)")
+    requests = launches(a.seed, a.count)
+    print(f"seed {a.seed}: {len(requests)} launches; asking SGLang 0.5.23 (oracle) ...", file=sys.stderr)
+    answers = ask_oracle(requests, a.oracle_python, a.oracle_dir, a.cache)
+    print("asking the resolver ...", file=sys.stderr)
+    engine = get_engine()
+    results = ask_resolver(requests, engine)
+    classes = compare(requests, answers, results, engine)
+    if a.write:
+        kind = {rid: k for k, ids in classes.items() for rid in ids}
+        with open(a.write, "w", encoding="utf-8") as fh:
+            for r in requests:
+                fh.write(json.dumps({"request": r, "sglang": answers[r["id"]], "resolver": results[r["id"]],
+                                     "class": kind[r["id"]]}) + "\n")
+    return 1 if report(classes, requests, answers, results, a.show) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Measure the resolver's costs, as ratios against baselines measured in the same run.
 
-    python benchmarks/bench.py            # full run (a few seconds)
+    python benchmarks/bench.py            # full run (about a minute; packs up to x16)
     python benchmarks/bench.py --smoke    # CI smoke run: few iterations, figures only
 
 Nothing here asserts a time: figures are printed for docs/performance.md.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -16,7 +17,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from resolver.api import get_engine, resolve_request  # noqa: E402
+from resolver.api import Engine, _load_and_compile, get_engine, resolve_request  # noqa: E402
+from resolver.engine import DurableMatcher, ReferenceMatcher  # noqa: E402
 from resolver.resolution import run  # noqa: E402
 
 ARCH = "DeepseekV32ForCausalLM"
@@ -24,56 +26,49 @@ PLAIN = {"kv_cache_dtype": "fp8_e4m3", "enable_hisparse": True, "disable_radix_c
 SEED = dict(PLAIN, dsa_decode_backend="tilelang")
 
 
-def timed(fn, n):
+def timed(fn, n, clock=time.perf_counter):
     out = []
     for _ in range(n):
-        t = time.perf_counter()
+        t = clock()
         fn()
-        out.append(time.perf_counter() - t)
+        out.append(clock() - t)
     out.sort()
     return out[len(out) // 2], out[min(len(out) - 1, int(len(out) * 0.99))]
 
 
-class _Recorder:
-    """Wraps a matcher's session to capture the fact batches of one real resolution."""
+def engine_calls(engine, request) -> list[tuple[str, list[dict]]]:
+    """The durable-rules calls of one resolution: (ruleset, facts), as the matcher makes them."""
+    host, calls = engine.durable._host, []
+    real = host.assert_facts
 
-    def __init__(self, matcher):
-        self.matcher, self.batches = matcher, []
+    def record(ruleset, facts):
+        calls.append((ruleset, [{k: v for k, v in f.items() if k != "sid"} for f in facts]))
+        return real(ruleset, facts)
 
-    def session(self):
-        rec = self
-
-        class _S:
-            def __enter__(self):
-                self.cm = rec.matcher.session()
-                self.s = self.cm.__enter__()
-                return self
-
-            def __exit__(self, *exc):
-                return self.cm.__exit__(*exc)
-
-            def assert_facts(self, facts):
-                rec.batches.append([dict(f) for f in facts])
-                return self.s.assert_facts(facts)
-
-        return _S()
+    host.assert_facts = record
+    try:
+        run(engine.compiled, engine.durable, request)
+    finally:
+        del host.assert_facts
+    return calls
 
 
 def floor_runner(engine, request):
-    """A bare durable-rules session asserting the same facts and firing the same rules."""
-    rec = _Recorder(engine.durable)
-    run(engine.compiled, rec, request)
+    """A bare durable-rules session asserting the same facts into the same rulesets, firing the same rules."""
+    calls = engine_calls(engine, request)
     host, counter = engine.durable._host, [10**9]
+    rulesets = sorted({name for name, _ in calls})
     engine.durable._trace = []
 
     def once():
         counter[0] += 1
         sid = str(counter[0])
         try:
-            for batch in rec.batches:
-                host.assert_facts("pack", [dict(f, sid=sid) for f in batch])
+            for name, facts in calls:
+                host.assert_facts(name, [dict(f, sid=sid) for f in facts])
         finally:
-            host.delete_state("pack", sid)
+            for name in rulesets:
+                host.delete_state(name, sid)
             engine.durable._trace.clear()
     return once
 
@@ -110,7 +105,6 @@ BATCH = [(p, a, args) for p in ("h100", "b200", "rtx5090", "mi300x", "a100")
 def padded_pack(copies: int) -> str:
     """The shipped rules plus synthetic rule groups, so the compiled pack has about ``copies`` times
     as many rules (each group: one option, two defaults and a conflict, each with its own pattern)."""
-    import shutil
     import tempfile
 
     from resolver.loader import default_rules_dir
@@ -132,9 +126,43 @@ def padded_pack(copies: int) -> str:
                   f"set: {{pad_{i}: b}}, priority: 2}}",
                   f"  - {{id: conflict.pad_{i}, kind: conflict, doc: pad, when: 'pad_{i} == \"b\" and {fact} == "
                   f"{const + 1}', message: pad}}"]
-    with open(os.path.join(directory, "zz_pad.yaml"), "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+    per_file = 4 * 1000  # 1,000 groups: a rule file is at most 1 MiB
+    for start in range(2, len(lines), per_file):
+        with open(os.path.join(directory, f"zz_pad_{start // per_file}.yaml"), "w") as fh:
+            fh.write("\n".join(lines[:2] + lines[start:start + per_file]) + "\n")
     return directory
+
+
+def padded_engine(copies: int) -> Engine:
+    """An engine for ``padded_pack(copies)``, loaded and compiled here (the pack cache is bypassed:
+    the build is timed, and throwaway packs would evict the user's cached ones)."""
+    directory = padded_pack(copies)
+    try:
+        pack, compiled = _load_and_compile(directory)
+    finally:
+        shutil.rmtree(directory)
+    return Engine(pack, compiled, DurableMatcher(compiled), ReferenceMatcher(compiled))
+
+
+def scaling_rows(copies: tuple[int, ...], n: int) -> list[tuple]:
+    """(copies, rules, parts, facts asserted, rules fired, load+compile s, p50 s) per padded pack.
+
+    Timed in CPU time of this thread: the cores are shared, and another process running on this
+    one doubles wall-clock times at random (seen: x1 3.9 ms, then 8.3 ms, in one process), which
+    makes ratios between packs timed at different moments meaningless."""
+    rows = []
+    for c in copies:  # one pack of x16 would be past durable-rules 2.0.28's limits: the compiler splits it
+        t = time.perf_counter()
+        e = padded_engine(c)
+        build = time.perf_counter() - t
+        req = resolve_request(e, platform="h100", args=PLAIN, model_arch=ARCH).request
+        facts = sum(len(batch) for _, batch in engine_calls(e, req))
+        fired = len(run(e.compiled, e.reference, req).fired)
+        timed(lambda e=e, r=req: run(e.compiled, e.durable, r), 5)  # warm
+        p50, _ = timed(lambda e=e, r=req: run(e.compiled, e.durable, r), n, time.thread_time)
+        rows.append((c, len(e.compiled.branches), len(e.compiled.parts), facts, fired, build, p50))
+        e.durable.close()  # its rulesets' C memory: the next pack is timed without it
+    return rows
 
 
 def main():
@@ -151,14 +179,7 @@ def main():
     seed_p50, _ = timed(lambda: resolve_request(engine, platform="h100", args=SEED, model_arch=ARCH), max(5, n // 20))
     durable_rps = throughput(engine, engine.durable, BATCH * (1 if a.smoke else 5))
     reference_rps = throughput(engine, engine.reference, BATCH * (1 if a.smoke else 5))
-    scaling = []
-    # x16 is past durable-rules 2.0.28's limits (distinct facts, tests per fact): the compiler refuses it
-    for copies in ((1, 4) if a.smoke else (1, 2, 4)):
-        padded = get_engine(padded_pack(copies)) if copies > 1 else engine
-        preq = resolve_request(padded, platform="h100", args=PLAIN, model_arch=ARCH).request
-        p50, _ = timed(lambda e=padded, r=preq: run(e.compiled, e.durable, r), max(10, n // 5))
-        facts = len(run(padded.compiled, padded.reference, preq).facts)
-        scaling.append((copies, len(padded.compiled.ruleset), facts, p50))
+    scaling = scaling_rows((1, 4) if a.smoke else (1, 2, 4, 10, 16), max(10, n // 5))
     py = sys.executable
     base_cli = cli_seconds([py, "-c", "import yaml, durable.engine"], n_cli)
     cli = cli_seconds([py, "-m", "resolver", "--platform", "h100", "--model-arch", ARCH], n_cli)
@@ -179,15 +200,23 @@ def main():
          durable_rps / reference_rps),
         ("batch throughput, plain-Python evaluation of the same compiled rules", f"{reference_rps:.0f}/s", 1.0),
     ]
-    base_p50 = scaling[0][3]
-    rows += [(f"engine run, pack x{c}: {rules} compiled rules, {facts} facts (p50)", ms(p50), p50 / base_p50)
-             for c, rules, facts, p50 in scaling]
+    base_p50 = scaling[0][-1]
+    rows += [(f"engine run, pack x{c}: {rules} rules in {parts} part{'s' * (parts > 1)} (CPU p50)", ms(p50), p50 / base_p50)
+             for c, rules, parts, _, _, _, p50 in scaling]
     print(f"launch-resolver benchmark ({'smoke' if a.smoke else 'full'}; n={n}, cli n={n_cli}; Python {sys.version.split()[0]})")
     print(f"{'measure':<72} {'time':>22}  ratio")
     for name, value, ratio in rows:
         print(f"{name:<72} {value:>22}  {ratio:5.2f}x")
     print("ratios: engine rows against the floor; the conflict row against a resolved request; CLI rows against the "
           "import baseline; throughput against the plain-Python evaluation; pack rows against the shipped pack (x1)")
+    print()
+    print("scaling: CPU time per resolution against the shipped pack (x1); work = facts asserted + rules fired")
+    print(f"{'pack':<5} {'rules':>6} {'parts':>5} {'facts':>6} {'fired':>6} {'load+compile':>12} {'p50':>10} "
+          f"{'ratio':>6} {'work ratio':>10} {'us per work':>11}")
+    base_work = scaling[0][3] + scaling[0][4]
+    for c, rules, parts, facts, fired, build, p50 in scaling:
+        print(f"x{c:<4} {rules:>6} {parts:>5} {facts:>6} {fired:>6} {build:>11.2f}s {ms(p50):>10} {p50 / base_p50:>5.2f}x "
+              f"{(facts + fired) / base_work:>9.2f}x {p50 * 1e6 / (facts + fired):>11.1f}")
 
 
 if __name__ == "__main__":

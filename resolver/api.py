@@ -19,7 +19,7 @@ from .adapters.registry import WARNING_PLUGIN
 from .compiler import CompiledPack, compile_pack
 from .engine import DurableMatcher, ReferenceMatcher
 from .errors import ConflictError, InputError
-from .fixes import attach_fixes
+from .fixes import attach_fixes, platforms_that_resolve
 from .installed import installed_facts
 from .loader import check_rule_files, default_rules_dir, load_rules
 from .model import load_model_config, model_facts
@@ -108,8 +108,11 @@ class Resolution:
     """The result of one resolution: values, why each has its value, conflicts, warnings."""
 
     def __init__(self, engine: Engine, request: Request, outcome: Outcome, conflicts: tuple[ConflictReport, ...],
-                 notes: tuple[Notice, ...] = ()):
+                 notes: tuple[Notice, ...] = (), resolves_on: tuple[str, ...] | None = None):
         self.engine = engine
+        #: when no change of options resolves the conflicts: the platforms where the same launch resolves
+        #: (None when that was not asked: the request resolved, a fix exists, or fixes were not searched)
+        self.resolves_on = resolves_on
         self.request = request
         self.outcome = outcome
         #: every option in scope -> resolved value (None where SGLang leaves the field unset), and every
@@ -195,11 +198,14 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                       require_known_kernels=bool(require_known_kernels))
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
+    # no change of options helps: say where the same launch would resolve
+    elsewhere = (platforms_that_resolve(engine, request)
+                 if fixes and conflicts and not any(c.fixes for c in conflicts) else None)
     # the adapters' own problems (a plugin that did not load, a probe without an answer) go on every
     # result they could change, so a verdict never silently rests on a missing adapter
     kernel_notices = tuple(Notice("plugin" if w.startswith(WARNING_PLUGIN) else "probe", w) for w in kernels.warnings())
     return Resolution(engine, request, outcome, conflicts,
-                      (*deprecations, *_architecture_notices(engine, facts), *kernel_notices))
+                      (*deprecations, *_architecture_notices(engine, facts), *kernel_notices), elsewhere)
 
 
 def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[str, tuple[Any, str]]:
@@ -210,12 +216,15 @@ def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[
 
     if model is None and model_arch is None and model_path is not None:
         found = find_model(model_path)
-        return model_facts(found.config, source=_describe(found))
-    if model is None and isinstance(model_arch, str):
+        facts = model_facts(found.config, source=_describe(found))
+    elif model is None and isinstance(model_arch, str) and representative(model_arch.strip()) is not None:
         found = representative(model_arch.strip())
-        if found is not None:
-            return model_facts(found.config, source=f"{_describe(found)[:-1]}, representative of the architecture)")
-    return model_facts(model, model_arch)
+        facts = model_facts(found.config, source=f"{_describe(found)[:-1]}, representative of the architecture)")
+    else:
+        facts = model_facts(model, model_arch)
+    if isinstance(model_path, str):  # SGLang copies it into other fields (an MTP draft is the target itself)
+        facts["model.path"] = (model_path, "--model-path")
+    return facts
 
 
 def _describe(found) -> str:

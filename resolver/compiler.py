@@ -18,6 +18,12 @@ joins; never a join under ``$neq``/ordered operators (P3), never an ``$or`` mixi
 with a constant (P4), never ``none()`` (P5).  A ``_sink`` rule consumes every fact kind (P7).
 Before any ruleset is created, :class:`EngineNetwork` rebuilds the test network the engine
 would build from the JSON and counts it against the engine's measured limits (P9).
+
+The branches are split into parts, each its own durable-rules ruleset with its own sink
+(:func:`split`): the limits are per ruleset and most of them grow with the rules in it, so a
+pack of any size runs if its parts stay small.  A fact is asserted into every part with a
+branch that reads it (:func:`fact_keys`), so each branch sees all its facts in its own part
+and the split changes nothing that fires.
 """
 from __future__ import annotations
 
@@ -31,7 +37,8 @@ from .errors import InputError, RuleFileErrors, RuleFileProblem
 from .numbers import engine_value
 from .rules import Adjust, Conflict, Default, Fact, RulePack
 
-__all__ = ["SINK", "CompiledBranch", "CompiledPack", "EngineNetwork", "check_safe_subset", "compile_pack"]
+__all__ = ["SINK", "CompiledBranch", "CompiledPack", "EngineNetwork", "NetworkLoad", "check_safe_subset", "compile_pack",
+           "fact_keys", "part_ruleset"]
 
 SINK = "_sink"
 _ANCHOR = Atom("platform.name", "ne", None, False)  # always true: every resolution has a platform
@@ -57,6 +64,14 @@ ENGINE_MAX_EXPRESSIONS = 31  # ``$and``/``$or`` (2 each) and joins (1 each) in o
 ENGINE_MAX_PATTERNS = 16  # facts one rule matches; a 17th: every assert completing the match fails with error 304
 #   String and number limits of facts and constants: resolver/numbers.py.
 
+# A part (one ruleset) uses at most this share of each limit that grows with its number of rules, so
+# that no part sits at a limit: the pending count is a model of the engine's walk (worst sibling
+# order, cross-checked on random packs, not proven).  Not less: every part costs each resolution
+# its own engine calls and per-sid state (about 0.3 ms), and a half share doubled the parts of a
+# pack crowded on one fact (7 -> 14 for 988 rules).  A branch that alone uses more still gets a
+# part of its own, checked against the limits proper.
+PART_SHARE = 0.75
+
 
 @dataclass(frozen=True)
 class CompiledBranch:
@@ -68,13 +83,27 @@ class CompiledBranch:
     adj_step: int | None  # for an adjustment: which step's "adj" fact it matches
 
 
+def fact_keys(b: CompiledBranch) -> tuple[tuple, ...]:
+    """The engine facts ``b`` matches: ``("val", name)`` for each name it reads, and for an
+    adjustment ``("adj", option, step)``, which stands for its own option (see _patterns)."""
+    option = b.rule.option if b.adj_step is not None else None
+    names = dict.fromkeys(n for a in b.atoms for n in a.names() if n != option)
+    return (*(("val", n) for n in names), *((("adj", option, b.adj_step),) if option is not None else ()))
+
+
 @dataclass(frozen=True)
 class CompiledPack:
     pack: RulePack
     branches: dict[str, CompiledBranch]
-    ruleset: dict[str, dict]
+    ruleset: dict[str, dict]  # every branch's durable rule by key, and the sink (each part has its copy)
     adjust_steps: dict[str, tuple[Adjust, ...]]  # option -> its adjustments, in order
     reads: frozenset[str]  # every name some branch reads (input facts nobody reads are not asserted)
+    parts: tuple[tuple[str, ...], ...]  # branch keys of each durable-rules ruleset, each within the limits
+
+
+def part_ruleset(ruleset: dict[str, dict], keys: tuple[str, ...]) -> dict[str, dict]:
+    """The durable ruleset of one part: its branches and the sink (P7: every fact it gets is consumed)."""
+    return {**{k: ruleset[k] for k in keys}, SINK: ruleset[SINK]}
 
 
 def compile_pack(pack: RulePack) -> CompiledPack:
@@ -102,10 +131,52 @@ def compile_pack(pack: RulePack) -> CompiledPack:
             branches[key] = CompiledBranch(key, rule, atoms, step)
     ruleset[SINK] = {"all": [{"f": {"$or": [{"t": "val"}, {"t": "adj"}]}}], "run": SINK}
     problems += check_safe_subset(ruleset, pack)
+    parts = split(ruleset, tuple(branches)) if branches else []
+    for _, network in parts:
+        problems += _located(network.problems, pack)
     if problems:
         raise RuleFileErrors(problems)
     reads = frozenset(n for b in branches.values() for a in b.atoms for n in a.names())
-    return CompiledPack(pack, branches, ruleset, {k: tuple(v) for k, v in steps.items()}, reads)
+    return CompiledPack(pack, branches, ruleset, {k: tuple(v) for k, v in steps.items()}, reads,
+                        tuple(part for part, _ in parts))
+
+
+def split(ruleset: dict[str, dict], keys: tuple[str, ...]) -> list[tuple[tuple[str, ...], EngineNetwork]]:
+    """Consecutive runs of ``keys``, each with the network of its ruleset, every one within
+    ``PART_SHARE`` of the limits that grow with a ruleset (or a single branch).
+
+    Runs keep rules that sit together in the files (one topic, mostly the same facts) together,
+    so most facts go to few parts.  Halving until each run fits, then joining neighbours while
+    they still fit: the shipped pack today is one part, and a crowded stretch (many rules on one
+    fact) is cut finer without cutting the rest of the pack as fine.
+    """
+    parts: list[tuple[tuple[str, ...], EngineNetwork]] = []
+    for run, network in _halve(ruleset, keys):
+        if parts:
+            joined = _fitting(ruleset, parts[-1][0] + run)
+            if joined is not None:
+                parts[-1] = (parts[-1][0] + run, joined)
+                continue
+        parts.append((run, network))
+    return parts
+
+
+def _halve(ruleset: dict[str, dict], keys: tuple[str, ...]) -> list[tuple[tuple[str, ...], EngineNetwork]]:
+    network = _fitting(ruleset, keys)
+    if network is None and len(keys) > 1:
+        half = len(keys) // 2
+        return _halve(ruleset, keys[:half]) + _halve(ruleset, keys[half:])
+    # one branch too big even alone keeps its part: compile_pack reports its problems
+    return [(keys, network or EngineNetwork(part_ruleset(ruleset, keys)))]
+
+
+def _fitting(ruleset: dict[str, dict], keys: tuple[str, ...]) -> EngineNetwork | None:
+    """The network of ``keys``' ruleset if it is within ``PART_SHARE`` of the limits, else None."""
+    network = EngineNetwork(part_ruleset(ruleset, keys), walk=False)
+    if not network.load.fits(PART_SHARE):
+        return None  # past a limit already: spare the walks counting pending tests (most of the cost)
+    network.check_pending()
+    return network if network.load.fits(PART_SHARE) else None
 
 
 def _value_problems(pack: RulePack) -> list[RuleFileProblem]:
@@ -177,16 +248,22 @@ def _test(a: Atom) -> dict:
     return present if core is None else ({"$and": [present, core]} if a.op in ("ne", "notin") else core)
 
 
-def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFileProblem]:
-    """Walk the emitted JSON: refuse what durable-rules 2.0.28 crashes, hangs or errs on."""
-    problems: list[RuleFileProblem] = []
+def _where(key: str, pack: RulePack) -> tuple[str, int]:
+    try:
+        ref = pack.rule(key.split("#")[0]).ref
+    except KeyError:
+        return "<compiled>", 0
+    return ref.file, ref.line
 
-    def where(key: str) -> tuple[str, int]:
-        try:
-            ref = pack.rule(key.split("#")[0]).ref
-        except KeyError:
-            return "<compiled>", 0
-        return ref.file, ref.line
+
+def _located(found: list[tuple[str, str]], pack: RulePack) -> list[RuleFileProblem]:
+    return [RuleFileProblem(*_where(key, pack), f"rule {key.split('#')[0]}: {message}") for key, message in found]
+
+
+def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFileProblem]:
+    """Walk the emitted JSON: refuse the operator nestings durable-rules 2.0.28 crashes or mis-answers on
+    (the limits are checked per part, by :class:`EngineNetwork`)."""
+    problems: list[RuleFileProblem] = []
 
     def walk(node: Any, key: str) -> tuple[bool, bool]:
         """Return (has join reference, has constant) below ``node``; check operator nesting."""
@@ -197,13 +274,13 @@ def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFile
                     flags = [walk(s, key) for s in sub]
                     j, c = any(f[0] for f in flags), any(f[1] for f in flags)
                     if op == "$or" and j and c:
-                        problems.append(RuleFileProblem(*where(key), f"rule {key}: $or mixes a join with a constant (P4)"))
+                        problems.append(RuleFileProblem(*_where(key, pack), f"rule {key}: $or mixes a join with a constant (P4)"))
                     join, const = join or j, const or c
                 elif op in ("$lt", "$lte", "$gt", "$gte", "$neq", "$eq"):
                     for v in sub.values():
                         if isinstance(v, dict):
                             if op != "$eq":
-                                problems.append(RuleFileProblem(*where(key), f"rule {key}: join under {op} (P3)"))
+                                problems.append(RuleFileProblem(*_where(key, pack), f"rule {key}: join under {op} (P3)"))
                             join = True
                         else:
                             const = True
@@ -219,8 +296,6 @@ def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFile
         for p in rule["all"]:
             for body in p.values():
                 walk(body, key)
-    for key, message in EngineNetwork(ruleset).problems:
-        problems.append(RuleFileProblem(*where(key), f"rule {key.split('#')[0]}: {message}"))
     return problems
 
 
@@ -265,24 +340,49 @@ def _show(node: _Test) -> str:
     return f"'{node.name}' {symbol}" + ("" if node.op in ("ex", "nex") else f" {shown}")
 
 
+@dataclass
+class NetworkLoad:
+    """The most one ruleset uses of each engine limit (``ENGINE_MAX_*``)."""
+
+    rules: int = 0
+    tests_after: int = 0
+    alternatives_after: int = 0
+    patterns_at: int = 0
+    pending: int = 0
+    expressions: int = 0  # in one pattern
+    patterns: int = 0  # in one rule
+
+    def fits(self, share: float = 1.0) -> bool:
+        """Within ``share`` of every limit that grows with the number of rules, and within the
+        per-branch limits (expressions, patterns: no split can lower those)."""
+        return (self.rules <= ENGINE_MAX_RULES * share and self.tests_after <= ENGINE_MAX_TESTS_AFTER * share
+                and self.alternatives_after <= ENGINE_MAX_ALTERNATIVES_AFTER * share
+                and self.patterns_at <= ENGINE_MAX_PATTERNS_AT * share and self.pending <= ENGINE_MAX_PENDING * share
+                and self.expressions <= ENGINE_MAX_EXPRESSIONS and self.patterns <= ENGINE_MAX_PATTERNS)
+
+
 class EngineNetwork:
     """The test network durable-rules 2.0.28 builds from a JSON ruleset, counted against its limits.
 
     ``problems`` lists ``(rule key, message)`` for every limit the ruleset crosses, citing the
-    rule whose test crossed it.  The network is rebuilt as the engine builds it: tests are
-    shared by property, operator and constant; a join, and what follows an ``$or``, belong to
-    one rule.  Tests still to visit while a fact walks the network (the engine's stack of 64)
+    rule whose test crossed it; ``load`` is how much of each limit it uses.  The network is
+    rebuilt as the engine builds it: tests are shared by property, operator and constant; a
+    join, and what follows an ``$or``, belong to one rule.  Tests still to visit while a fact walks the network (the engine's stack of 64)
     depend on the fact: every value that can make a difference is tried (null, each constant
     tested, a number in each interval between numeric constants, another string, both
     booleans), and siblings are assumed visited in the worst order.
     """
 
-    def __init__(self, ruleset: dict[str, dict]):
+    def __init__(self, ruleset: dict[str, dict], walk: bool = True):
+        """``walk=False``: the structure only, without the walks counting pending tests (the costly
+        part, call :meth:`check_pending` for it), for a splitter that may reject the ruleset anyway."""
         self.problems: list[tuple[str, str]] = []
+        self.load = NetworkLoad(rules=len(ruleset))
         self._count = 0
         self.root = self._new("", "root", None, None, SINK)
         for key, rule in ruleset.items():
             patterns = rule["all"]
+            self.load.patterns = max(self.load.patterns, len(patterns))
             if len(patterns) > ENGINE_MAX_PATTERNS:
                 self._problem(key, f"a branch reads {len(patterns)} facts; durable-rules 2.0.28 matches at most "
                                    f"{ENGINE_MAX_PATTERNS} facts in one rule (error 304)")
@@ -291,6 +391,8 @@ class EngineNetwork:
                 size = [0]
                 end = self._add(body, self.root, key, size)
                 end.ends.append(key)
+                self.load.patterns_at = max(self.load.patterns_at, len(end.ends))
+                self.load.expressions = max(self.load.expressions, size[0])
                 if len(end.ends) == ENGINE_MAX_PATTERNS_AT + 1:
                     self._problem(key, f"{len(end.ends)} rule branches test exactly the same conditions up to "
                                        f"{_show(end)}; durable-rules 2.0.28 takes at most {ENGINE_MAX_PATTERNS_AT} "
@@ -305,7 +407,8 @@ class EngineNetwork:
             self._problem(keys[ENGINE_MAX_RULES - 1], f"the pack compiles to {len(ruleset)} engine rules (one per "
                           f"branch of each rule, and one more); durable-rules 2.0.28 takes at most {ENGINE_MAX_RULES} "
                           "in a ruleset (error 106)")
-        self._check_pending()
+        if walk:
+            self.check_pending()
 
     def _new(self, prop: str, op: str, const: Any, name: str | None, rule: str) -> _Test:
         self._count += 1
@@ -356,6 +459,7 @@ class EngineNetwork:
 
     def _count_tests(self, parent: _Test, key: str) -> None:
         parent.hashed += 1
+        self.load.tests_after = max(self.load.tests_after, parent.hashed)
         if parent.hashed == ENGINE_MAX_TESTS_AFTER + 1:
             what = "different facts are tested" if parent.prop == "t" else f"different tests follow {_show(parent)}"
             self._problem(key, f"{parent.hashed} {what} (each value of an `in` list and each `==` between facts counts); "
@@ -363,12 +467,13 @@ class EngineNetwork:
 
     def _link(self, node: _Test, alt: _Test, key: str) -> None:
         node.alts.append(alt)
+        self.load.alternatives_after = max(self.load.alternatives_after, len(node.alts))
         if len(node.alts) == ENGINE_MAX_ALTERNATIVES_AFTER + 1:
             self._problem(key, f"{len(node.alts)} `in` lists, `!=` tests letting null through or null tests follow "
                                f"{_show(node)}; durable-rules 2.0.28 takes at most {ENGINE_MAX_ALTERNATIVES_AFTER} "
                                "(error 107)")
 
-    def _check_pending(self) -> None:
+    def check_pending(self) -> None:
         for kind in (t for t in self.root.shared.values() if t.prop == "t" and t.op == "eq"):
             facts = [{"t": kind.const, "o": "\x00"}]  # a fact no rule tests
             for fact_node in (t for t in kind.shared.values() if t.prop == "o" and t.op == "eq"):
@@ -397,6 +502,7 @@ class EngineNetwork:
         pushed += [t for t in node.others if _holds(t, fact)]
         pushed += [j for j in node.joins if j.prop in fact]  # the engine visits a join whatever the value
         top = below + len(pushed)
+        self.load.pending = max(self.load.pending, top)
         if top > ENGINE_MAX_PENDING:
             return top, pushed
         for child in pushed:  # worst order: each child visited while all its siblings wait

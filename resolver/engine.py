@@ -6,11 +6,13 @@ Both implement one small protocol used by :mod:`resolver.resolution`::
         firings = s.assert_facts([fact, ...])   # -> [(branch key, {name: value}), ...]
 
 :class:`DurableMatcher` is the engine: every resolution's matching runs through
-durable-rules' Rete network.  How it stays clear of 2.0.28's pitfalls (reference
-``durable-rules.md``): a quiet ``Host`` subclass with no background threads (P1); one fresh
-sid per resolution, deleted in ``finally`` (P2); actions bound by name, one parameter (P8);
-an action's exception is kept and re-raised, and the returned state is checked after every
-call (P6); the ruleset is deep-copied per host (P12); a lock per host (P15); the fact count
+durable-rules' Rete network, one ruleset per part of the compiled pack (each within the
+engine's limits: resolver/compiler.py), each fact asserted only into the parts that read
+it.  How it stays clear of 2.0.28's pitfalls (reference ``durable-rules.md``): a quiet
+``Host`` subclass with no background threads (P1); one fresh sid per resolution, deleted in
+``finally`` from every part (P2); actions bound by name, one parameter (P8); an action's
+exception is kept and re-raised, and the returned state is checked after every call (P6);
+the rulesets are copied per host (P12); a lock per host (P15); the fact count of each part
 is checked after each resolution (P16); the 3.12 ``utcfromtimestamp`` warning is filtered
 for ``durable.engine`` only (P11).
 
@@ -25,15 +27,16 @@ import json
 import sys
 import threading
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
-from .compiler import SINK, CompiledPack
+from .compiler import SINK, CompiledPack, fact_keys, part_ruleset
 from .engine_values import fact_value
 from .errors import EngineError, UnsupportedPythonError
 from .terminal import signals_deferred
 
-__all__ = ["DurableMatcher", "ReferenceMatcher", "Firing"]
+__all__ = ["DurableMatcher", "Firing", "ReferenceMatcher"]
 
 Firing = tuple[str, dict[str, Any]]
 
@@ -76,10 +79,13 @@ def _quiet_host(mod, actions: dict):
     return QuietHost()
 
 
-class DurableMatcher:
-    """One durable-rules host holding one compiled pack."""
+def _fact_key(fact: dict) -> tuple:
+    """The key :func:`resolver.compiler.fact_keys` gives the facts a branch matches."""
+    return ("val", fact["o"]) if fact["t"] == "val" else ("adj", fact["o"], fact["k"])
 
-    _RULESET = "pack"
+
+class DurableMatcher:
+    """One durable-rules host holding one compiled pack: a ruleset per part."""
 
     def __init__(self, compiled: CompiledPack):
         mod = _engine_module()
@@ -88,14 +94,26 @@ class DurableMatcher:
         self._sids = itertools.count(1)
         self._trace: list[Firing] | None = None
         self._errors: list[tuple[str, BaseException]] = []
+        self._rulesets = tuple(f"pack{i}" for i in range(len(compiled.parts)))
+        # fact -> the parts with a branch that reads it: a fact no branch of a part reads would only
+        # feed that part's sink, and a fact no branch reads at all is not asserted
+        route: dict[tuple, list[int]] = {}
+        for i, part in enumerate(compiled.parts):
+            for key in part:
+                for f in fact_keys(compiled.branches[key]):
+                    parts = route.setdefault(f, [])
+                    if parts[-1:] != [i]:
+                        parts.append(i)
+        self._route = {f: tuple(parts) for f, parts in route.items()}
         actions = {key: self._action(key) for key in compiled.branches}
         actions[SINK] = lambda c: None
         self._host = _quiet_host(mod, actions)
         # set_rulesets mutates its argument (P12); the ruleset is plain JSON, and a JSON round
         # trip copies it several times faster than deepcopy (it is on every launch's path)
-        ruleset = {self._RULESET: json.loads(json.dumps(compiled.ruleset))}
+        rulesets = {name: part_ruleset(compiled.ruleset, part) for name, part in zip(self._rulesets, compiled.parts,
+                                                                                     strict=True)}
         with signals_deferred():  # never left halfway: see session()
-            self._host.set_rulesets(ruleset)
+            self._host.set_rulesets(json.loads(json.dumps(rulesets)))
 
     def _action(self, key: str):
         def action(c):  # exactly one parameter (P8)
@@ -121,7 +139,7 @@ class DurableMatcher:
 
     @contextmanager
     def session(self) -> Iterator[_DurableSession]:
-        """One resolution on a fresh sid, deleted at the end (P2).
+        """One resolution on a fresh sid, deleted at the end from every part it reached (P2).
 
         SIGINT and SIGTERM are held until the sid is deleted (:func:`signals_deferred`): a
         KeyboardInterrupt inside durable-rules' Python glue leaves its C state half-updated,
@@ -136,27 +154,43 @@ class DurableMatcher:
                 yield session
                 session.check_count()
             finally:
-                try:
-                    self._host.delete_state(self._RULESET, sid)
-                except Exception:  # noqa: BLE001, S110 - a sid with no facts has no state to delete
-                    pass
+                for name in session.touched():
+                    try:
+                        self._host.delete_state(name, sid)
+                    except Exception:  # noqa: BLE001, S110 - a sid with no facts has no state to delete
+                        pass
                 self._trace = None
 
 
 class _DurableSession:
     def __init__(self, matcher: DurableMatcher, sid: str):
-        self.m, self.sid, self.asserted = matcher, sid, 0
+        self.m, self.sid = matcher, sid
+        self.asserted: dict[str, int] = {}  # ruleset -> facts asserted into it (from the first attempt on)
+
+    def touched(self) -> list[str]:
+        return list(self.asserted)
 
     def assert_facts(self, facts: list[dict]) -> list[Firing]:
         if not facts:
             return []
         start = len(self.m._trace)
-        payload = [dict(f, sid=self.sid) for f in facts]
-        try:
-            state = self.m._host.assert_facts(self.m._RULESET, payload)
-        except Exception as exc:
-            raise EngineError(f"durable-rules refused a fact: {exc}") from exc
-        self.asserted += len(facts)
+        batches: dict[int, list[dict]] = {}
+        for f in facts:
+            payload = dict(f, sid=self.sid)  # the engine only serialises it: one copy serves every part
+            for i in self.m._route.get(_fact_key(f), ()):
+                batches.setdefault(i, []).append(payload)
+        for i in sorted(batches):  # parts in a fixed order: the same facts always make the same calls
+            name = self.m._rulesets[i]
+            self.asserted.setdefault(name, 0)
+            try:
+                state = self.m._host.assert_facts(name, batches[i])
+            except Exception as exc:
+                raise EngineError(f"durable-rules refused a fact: {exc}") from exc
+            self.asserted[name] += len(batches[i])
+            self._check(state)
+        return self.m._trace[start:]
+
+    def _check(self, state: Any) -> None:
         if self.m._errors:
             key, error = self.m._errors[0]
             if not isinstance(error, Exception):  # KeyboardInterrupt, SystemExit: not a rule's failure
@@ -165,13 +199,14 @@ class _DurableSession:
             raise EngineError(f"the action of rule {rule.ref} failed: {error!r}") from error
         if isinstance(state, dict) and "exception" in state:
             raise EngineError(f"durable-rules reported an exception in a rule action: {state['exception']}")
-        return self.m._trace[start:]
 
     def check_count(self) -> None:
         # sid and fact ids are 32-bit hashes compared by hash only (P16): a merge would lose facts
-        stored = self.m._host.get_facts(self.m._RULESET, self.sid)
-        if len(stored) != self.asserted:
-            raise EngineError(f"durable-rules holds {len(stored)} facts for this resolution, {self.asserted} were asserted")
+        for name, asserted in self.asserted.items():
+            stored = self.m._host.get_facts(name, self.sid)
+            if len(stored) != asserted:
+                raise EngineError(f"durable-rules holds {len(stored)} facts for this resolution in {name}, "
+                                  f"{asserted} were asserted")
 
 
 class ReferenceMatcher:
@@ -183,18 +218,16 @@ class ReferenceMatcher:
 
     def __init__(self, compiled: CompiledPack):
         self.compiled = compiled
-        self.needs: dict[str, tuple[str, ...]] = {}
-        self.by_fact: dict[Any, list[str]] = {}
+        self.needs: dict[str, int] = {}  # branch -> how many facts it matches
+        self.by_fact: dict[tuple, list[str]] = {}
         for key, b in compiled.branches.items():
-            option = b.rule.option if b.adj_step is not None else None
-            needs = {n for a in b.atoms for n in a.names() if n != option}
-            self.needs[key] = tuple(sorted(needs))
-            facts = [("val", n) for n in needs] + ([("adj", option, b.adj_step)] if option else [])
+            facts = fact_keys(b)
+            self.needs[key] = len(facts)
             for f in facts:
                 self.by_fact.setdefault(f, []).append(key)
 
     @contextmanager
-    def session(self) -> Iterator["_ReferenceSession"]:
+    def session(self) -> Iterator[_ReferenceSession]:
         yield _ReferenceSession(self)
 
 
@@ -202,8 +235,9 @@ class _ReferenceSession:
     def __init__(self, matcher: ReferenceMatcher):
         self.m = matcher
         self.branches = matcher.compiled.branches
-        self.missing = {k: len(v) + (self.branches[k].adj_step is not None) for k, v in matcher.needs.items()}
+        self.missing = dict(matcher.needs)
         self.vals: dict[str, Any] = {}
+        self.seen: set[tuple] = set()
 
     def assert_facts(self, facts: list[dict]) -> list[Firing]:
         ready: list[tuple[str, dict]] = []
@@ -215,6 +249,10 @@ class _ReferenceSession:
             else:
                 fact_key = ("adj", f["o"], f["k"])
                 own = (f["o"], fact_value(f))
+                if fact_key in self.seen:  # the same step again with a new value (a later round of resolution._adjust)
+                    ready.extend((key, own) for key in self.m.by_fact.get(fact_key, ()) if self.missing[key] == 0)
+                    continue
+                self.seen.add(fact_key)
             for key in self.m.by_fact.get(fact_key, ()):
                 self.missing[key] -= 1
                 if self.missing[key] == 0:

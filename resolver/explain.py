@@ -242,8 +242,19 @@ def _conflicts(res, style: Style) -> list[str]:
             if fixed:
                 out.append(f"    no change aimed at this conflict alone resolves the request; see the fixes of [{fixed[0]}]")
             else:
-                out.append("    no single or double change to the options resolves this; see the rule's doc:")
-                out += style.wrap(c.doc, "      ", "      ")
+                remedy = getattr(res.engine.pack.rule(c.rule.id), "remedy", None)
+                if remedy:
+                    out.append("    no change of launch options resolves this; what would:")
+                    out += style.wrap(remedy, "      ", "      ")
+                else:
+                    out.append("    no single or double change to the options resolves this; see the rule's doc:")
+                    out += style.wrap(c.doc, "      ", "      ")
+    if res.resolves_on:
+        out.append("")
+        out += style.wrap(f"the same launch resolves on: {', '.join(res.resolves_on)}", "", "  ")
+    elif res.resolves_on is not None:
+        out.append("")
+        out.append("the same launch resolves on no other platform either")
     return out
 
 
@@ -269,10 +280,13 @@ def to_json_dict(res) -> dict[str, Any]:
         "derived_facts": {n: res.outcome.derivations[n].to_dict() for n in sorted(res.engine.pack.facts)
                           if n in res.outcome.derivations},
         "conflicts": [{**c.to_dict(), "root_cause": _root_cause(res, c),
+                       "remedy": getattr(res.engine.pack.rule(c.rule.id), "remedy", None),
                        # each fix also as the whole command line to type, not only the change
                        "fixes": [{**f.to_dict(), "full_argv": list(typed_after_fix(res, f))} for f in c.fixes]}
                       for c in res.conflicts],
         "kernels": kernel_verdicts(res),
+        # when no change of options resolves the conflicts: the platforms where the same launch resolves
+        "resolves_on": list(res.resolves_on) if res.resolves_on is not None else None,
         "unchecked": list(res.unchecked),
         "warnings": [w.to_dict() for w in res.warnings],
     }

@@ -26,7 +26,7 @@ from .options import to_argv
 from .resolution import ConflictReport, Fix, Outcome, Request, conflict_report, format_value, run
 from .rules import Conflict, RulePack
 
-__all__ = ["attach_fixes"]
+__all__ = ["attach_fixes", "platforms_that_resolve"]
 
 _MAX_FIXES = 8
 _MAX_SEARCH_FIXES = 3
@@ -354,3 +354,18 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
 
     found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f)))  # stable: the declared order of values
     return found[:_MAX_SEARCH_FIXES]
+
+
+def platforms_that_resolve(engine, request: Request) -> tuple[str, ...]:
+    """The contract's platforms on which the same launch resolves as typed: what would work when no
+    change of options does (a platform-level refusal, such as an MXFP4 checkpoint on gfx942)."""
+    from .platforms import PLATFORMS
+
+    found = []
+    for platform in PLATFORMS:
+        if platform == request.platform:
+            continue
+        trial = replace(request, platform=platform, platform_source=f"--platform {platform.name}")
+        if not run(engine.compiled, engine.reference, trial, brief=True).conflicts:
+            found.append(platform.name)
+    return tuple(found)

@@ -378,7 +378,9 @@ def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
             if n not in options:
                 b.problem(ref.file, ref.line, f"rule {ref.id}: fix unsets unknown option '{n}'")
         hints.append(FixHint(h["description"], dict(h.get("set", {})), tuple(h.get("unset", ()))))
-    return Conflict(ref, doc, when, " ".join(rule["message"].split()), option, allowed, rule.get("evidence"), tuple(hints))
+    remedy = " ".join(rule["remedy"].split()) if "remedy" in rule else None
+    return Conflict(ref, doc, when, " ".join(rule["message"].split()), option, allowed, rule.get("evidence"), tuple(hints),
+                    remedy)
 
 
 def _check_template(b: _Builder, ref: RuleRef, template: str, known: set[str]) -> None:

@@ -29,11 +29,29 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
     "model.v_head_dim": ("v_head_dim", "value head dimension"),
     "model.qk_rope_head_dim": ("qk_rope_head_dim", "RoPE part of the MLA query/key head (0: a NoPE model)"),
     "model.from_arch_only": ("--model-arch", "true when only the architecture name was given"),
+    "model.path": ("--model-path", "the --model-path as given (SGLang's model_path)"),
     "model.asymmetric_kv": ("head_dim, v_head_dim", "key and value head dimensions differ (both given and unequal)"),
+    # read by SGLang 0.5.23's per-model overrides (rules/model_overrides*.yaml)
+    "model.quant_method": ("quantization_config.quant_method", "checkpoint quantization method (fp8, mxfp4, modelopt, ...)"),
+    "model.hidden_act": ("hidden_act", "MLP activation"),
+    "model.sliding_window": ("sliding_window", "sliding-window attention width"),
+    "model.sliding_window_pattern": ("sliding_window_pattern", "interleaved sliding-window pattern (Exaone 4)"),
+    "model.num_experts": ("num_experts, num_local_experts, n_routed_experts",
+                          "routed experts per MoE layer (the first of these fields the config sets)"),
+    "model.num_experts_per_tok": ("num_experts_per_tok", "experts each token is routed to"),
+    "model.add_swa_attention_sink_bias": ("add_swa_attention_sink_bias", "attention sinks on sliding-window layers (MiMo V2)"),
+    "model.add_full_attention_sink_bias": ("add_full_attention_sink_bias", "attention sinks on full-attention layers (MiMo V2)"),
+    "model.has_mamba_layers": ("layer_types", "layer_types lists a mamba layer (hybrid Granite)"),
+    "model.has_sliding_layers": ("layer_types", "layer_types lists a sliding_attention layer (gpt-oss, Gemma)"),
 }
-_COMPUTED = {"model.architecture", "model.from_arch_only", "model.asymmetric_kv"}
+_COMPUTED = {"model.architecture", "model.from_arch_only", "model.path", "model.asymmetric_kv", "model.num_experts",
+             "model.has_mamba_layers", "model.has_sliding_layers"}
 
-_BOOL_FIELDS = {"model.learnable_sink"}
+#: facts only the per-model overrides read: a config that gives them another shape is not refused
+_OVERRIDE_FACTS = {"model.quant_method", "model.hidden_act", "model.sliding_window", "model.sliding_window_pattern",
+                   "model.num_experts_per_tok", "model.add_swa_attention_sink_bias", "model.add_full_attention_sink_bias"}
+
+_BOOL_FIELDS = {"model.learnable_sink", "model.add_swa_attention_sink_bias", "model.add_full_attention_sink_bias"}
 
 
 def load_model_config(path: str) -> dict[str, Any]:
@@ -61,6 +79,12 @@ _NESTED = ("text_config", "language_config")
 
 def _field(config: dict[str, Any], fieldname: str) -> tuple[Any, str] | None:
     """A config field and where it was found: the top level first, else the language model's part."""
+    if "." in fieldname:  # a field of a nested object: quantization_config.quant_method
+        head, _, rest = fieldname.partition(".")
+        found = _field(config, head)
+        if found is None or not isinstance(found[0], dict) or rest not in found[0]:
+            return None
+        return found[0][rest], f"{found[1]}.{rest}"
     if fieldname in config:
         return config[fieldname], fieldname
     for part in _NESTED:
@@ -99,6 +123,8 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
         if name in _COMPUTED or found is None:
             continue
         value, where = found
+        if value is not None and not isinstance(value, (str, int, float, bool)) and name in _OVERRIDE_FACTS:
+            continue  # a shape the overrides do not read (a per-layer list, say): the fact stays unknown
         if value is not None and not isinstance(value, (str, int, float, bool)):
             raise InputError(f"model config: '{fieldname}' must be a scalar, got {type(value).__name__}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -107,6 +133,18 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
     for name in _BOOL_FIELDS:
         value, origin = facts.get(name, (False, f"{source} (no {MODEL_FACTS[name][0]})"))
         facts[name] = (bool(value), origin)
+    for fieldname in ("num_experts", "num_local_experts", "n_routed_experts"):
+        found = _field(config, fieldname)
+        if found is not None and isinstance(found[0], int) and not isinstance(found[0], bool):
+            facts["model.num_experts"] = (engine_number(found[0], f"model config: '{fieldname}'"), f"{source} {found[1]}")
+            break
+    found = _field(config, "layer_types")
+    if found is not None:
+        layers, where = found
+        if not isinstance(layers, list):
+            layers = []
+        facts["model.has_mamba_layers"] = ("mamba" in layers, f"{source} {where}")
+        facts["model.has_sliding_layers"] = ("sliding_attention" in layers, f"{source} {where}")
     head, v_head = ((_field(config, f) or (None,))[0] for f in ("head_dim", "v_head_dim"))
     facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,
                                     f"{source} head_dim vs v_head_dim")

@@ -125,18 +125,19 @@ def split_unchecked(pack: RulePack, args: dict[str, Any], flags: dict[str, str] 
     for name, value in args.items():
         if not isinstance(name, str):
             raise InputError(f"option names must be strings, got {name!r}")
-        if name in pack.options:
-            rule_args[name] = value
-            continue
         action = cat.by_dest.get(name)
-        if action is None:
-            raise InputError(f"unknown option '{name}'.{_did_you_mean(name, [*pack.options, *cat.by_dest])}")
-        typed = cat.coerce(name, value, flags.get(name))
-        typed_flag = flags.get(name) or action.flags[0]
+        # SGLang's own deprecations, whether a rule reads the field or not
+        typed_flag = flags.get(name) or (action.flags[0] if action is not None else None)
         deprecated = cat.by_flag[typed_flag].deprecated if typed_flag in cat.by_flag else None
         if deprecated:
             instead = f"; use {deprecated}" if isinstance(deprecated, str) else ""
             notes.append(f"{typed_flag} is deprecated in SGLang {cat.sglang_version}{instead}")
+        if name in pack.options:
+            rule_args[name] = value
+            continue
+        if action is None:
+            raise InputError(f"unknown option '{name}'.{_did_you_mean(name, [*pack.options, *cat.by_dest])}")
+        typed = cat.coerce(name, value, flags.get(name))
         renamed = cat.value_renames.get("deprecated_tool_call_parsers", {}).get(typed) if name == "tool_call_parser" else None
         if renamed:
             notes.append(f"{typed_flag} {typed} is deprecated; SGLang reads it as {renamed}")

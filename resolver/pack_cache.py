@@ -41,7 +41,7 @@ from .safe_io import MAX_RULE_FILE_BYTES, read_text
 
 __all__ = ["cache_dir", "cached_pack", "from_data", "to_data"]
 
-_FORMAT = 3  # 2 was a pickle; entries of other formats are never read
+_FORMAT = 4  # 2 was a pickle, 3 had one ruleset (no parts); entries of other formats are never read
 _CODE = ("loader.py", "compiler.py", "conditions.py", "rules.py", "platforms.py", "model.py", "installed.py",
          "numbers.py", "engine_values.py", "pack_cache.py", "schema/rules.schema.json")
 _MAX_ENTRIES = 8  # one per rules directory and version in use; the shipped pack's entry is ~0.2 MB
@@ -216,7 +216,7 @@ def _pack_data(p: RulePack) -> dict[str, Any]:
         "adjusts": [[_ref(a.ref), a.doc, _cond(a.when), a.option, a.value, a.order, a.message, a.normalize]
                     for a in p.adjusts],
         "conflicts": [[_ref(c.ref), c.doc, _cond(c.when), c.message, c.option, list(c.allowed), c.evidence,
-                       [[h.description, h.set, list(h.unset)] for h in c.hints]] for c in p.conflicts],
+                       [[h.description, h.set, list(h.unset)] for h in c.hints], c.remedy] for c in p.conflicts],
         "levels": [list(level) for level in p.levels],
     }
 
@@ -232,8 +232,8 @@ def _pack_of(d: dict[str, Any]) -> RulePack:
     adjusts = tuple(Adjust(_ref_of(ref), doc, _cond_of(when), option, value, order, message, normalize)
                     for ref, doc, when, option, value, order, message, normalize in d["adjusts"])
     conflicts = tuple(Conflict(_ref_of(ref), doc, _cond_of(when), message, option, tuple(allowed), evidence,
-                               tuple(FixHint(desc, dict(set_), tuple(unset)) for desc, set_, unset in hints))
-                      for ref, doc, when, message, option, allowed, evidence, hints in d["conflicts"])
+                               tuple(FixHint(desc, dict(set_), tuple(unset)) for desc, set_, unset in hints), remedy)
+                      for ref, doc, when, message, option, allowed, evidence, hints, remedy in d["conflicts"])
     levels = tuple(tuple(level) for level in d["levels"])
     return RulePack(d["directory"], options, facts, defaults, adjusts, conflicts, levels)
 
@@ -246,6 +246,7 @@ def _compiled_data(c: CompiledPack) -> dict[str, Any]:
         "branches": [[b.key, b.rule.ref.id, int(b.key.rsplit("#", 1)[1]), b.adj_step] for b in c.branches.values()],
         "adjust_steps": {o: [a.ref.id for a in steps] for o, steps in c.adjust_steps.items()},
         "reads": sorted(c.reads),
+        "parts": [list(part) for part in c.parts],
     }
 
 
@@ -255,7 +256,10 @@ def _compiled_of(pack: RulePack, d: dict[str, Any]) -> CompiledPack:
         rule = pack.rule(rid)
         branches[key] = CompiledBranch(key, rule, rule.when.branches[index] or (_ANCHOR,), step)
     steps = {o: tuple(pack.rule(rid) for rid in ids) for o, ids in d["adjust_steps"].items()}
-    return CompiledPack(pack, branches, d["ruleset"], steps, frozenset(d["reads"]))
+    parts = tuple(tuple(part) for part in d["parts"])
+    if sorted(k for part in parts for k in part) != sorted(branches):
+        raise ValueError("inconsistent entry")  # every branch in exactly one part, or it would never fire
+    return CompiledPack(pack, branches, d["ruleset"], steps, frozenset(d["reads"]), parts)
 
 
 def to_data(pack: RulePack, compiled: CompiledPack) -> dict[str, Any]:

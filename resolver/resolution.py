@@ -32,8 +32,19 @@ from .notices import Notice
 from .platforms import Platform
 from .rules import KERNEL_CONTEXT, Conflict, Default, Fact, RuleRef
 
-__all__ = ["Request", "FactUse", "Candidate", "Adjustment", "Derivation", "Fix", "ConflictReport", "Outcome", "run",
-           "render_message", "format_value"]
+__all__ = [
+    "Adjustment",
+    "Candidate",
+    "ConflictReport",
+    "Derivation",
+    "FactUse",
+    "Fix",
+    "Outcome",
+    "Request",
+    "format_value",
+    "render_message",
+    "run",
+]
 
 
 @dataclass(frozen=True)
@@ -190,6 +201,9 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
     facts: dict[str, FactUse] = {}
     values: dict[str, Any] = {}
     firings: dict[str, dict[str, Any]] = {}
+    # name -> keys of the fired branches that decide it (its defaults, or its fact rule): indexed as
+    # firings arrive, so deciding a name costs what concerns it, not a scan of every firing
+    concerning: dict[str, list[str]] = {}
     derivations: dict[str, Derivation] = {}
     warnings: list[Notice] = []
     refused: list[ConflictReport] = []  # --strict: adjustments of typed values
@@ -197,6 +211,12 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
     def record(batch):
         for key, read in batch:
             firings[key] = read
+            rule = compiled.branches[key].rule
+            if isinstance(rule, Fact):
+                concerning.setdefault(rule.name, []).append(key)
+            elif isinstance(rule, Default):
+                for name in rule.set:
+                    concerning.setdefault(name, []).append(key)
 
     def fact(name: str, value: Any) -> dict:
         # the value is checked (InputError) and type-tagged here, where facts are built: see engine_values.py
@@ -208,7 +228,9 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             facts[name] = FactUse(name, value, "platform", f"platform {request.platform.name} ({request.platform_source})")
             inputs.append(fact(name, value))
         for name in sorted(MODEL_FACTS):  # declared model facts; an absent one is asserted as null
-            value, origin = request.model.get(name, (None, f"config.json has no {MODEL_FACTS[name][0]}"))
+            field_ = MODEL_FACTS[name][0]
+            absent = f"no {field_} given" if field_.startswith("--") else f"config.json has no {field_}"
+            value, origin = request.model.get(name, (None, absent))
             facts[name] = FactUse(name, value, "model", origin)
             inputs.append(fact(name, value))
         for name, (value, origin) in sorted(request.installed.items()):
@@ -237,10 +259,10 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             batch = []
             for name in order(list(level)):
                 if name in pack.facts:
-                    d = _decide_fact(pack.facts[name], compiled, firings, facts)
+                    d = _decide_fact(pack.facts[name], compiled, firings, concerning.get(name, []), facts)
                 else:
-                    d = _decide_option(name, compiled, firings, facts, request)
-                    d = _adjust(d, compiled, session, firings, facts, values, request, warnings, record, refused)
+                    d = _decide_option(name, compiled, firings, concerning.get(name, []), facts, request)
+                    d = _adjust(d, compiled, session, facts, values, request, warnings, record, refused)
                 derivations[name] = d
                 facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
                 values[name] = d.value
@@ -297,8 +319,9 @@ def _ordered(names):
     return sorted(set(names), key=lambda n: (n.startswith("platform."), n.startswith("model."), n))
 
 
-def _decide_fact(rule: Fact, compiled, firings, facts) -> Derivation:
-    hits = sorted(k for k in firings if compiled.branches[k].rule is rule)
+def _decide_fact(rule: Fact, compiled, firings, fired: list[str], facts) -> Derivation:
+    """``fired``: the keys of the fired branches concerning ``rule.name``."""
+    hits = sorted(k for k in fired if compiled.branches[k].rule is rule)
     if hits:
         read = firings[hits[0]]
         return Derivation(rule.name, True, "derived", rule.ref, rule.doc, tuple(facts[n] for n in _ordered(read)))
@@ -330,15 +353,16 @@ def _kernel_context(facts) -> tuple[str | None, bool | None]:
     return (kv.value if kv else None), (bool(mla.value) if mla and mla.value is not None else None)
 
 
-def _decide_option(name, compiled, firings, facts, request: Request) -> Derivation:
+def _decide_option(name, compiled, firings, fired: list[str], facts, request: Request) -> Derivation:
+    """``fired``: the keys of the fired branches concerning ``name``."""
     option = compiled.pack.options[name]
     proposals: list[tuple[Default, dict]] = []
     # in branch order, not firing order: when several branches of one rule fire, the one reported
     # must not depend on which the matcher happened to fire first
-    for key, read in sorted(firings.items()):
+    for key in sorted(fired):
         b = compiled.branches[key]
         if isinstance(b.rule, Default) and name in b.rule.set:
-            proposals.append((b.rule, read))
+            proposals.append((b.rule, firings[key]))
     # one proposal per rule (several branches of one rule may fire), best first, ties by id
     by_rule: dict[str, tuple[Default, dict]] = {}
     for rule, read in sorted(proposals, key=lambda p: p[0].ref.id):
@@ -386,20 +410,32 @@ def _decide_option(name, compiled, firings, facts, request: Request) -> Derivati
     return Derivation(name, proposed(best), "default", best.ref, best.doc, tuple(facts[n] for n in _ordered(used)), cands)
 
 
-def _adjust(d: Derivation, compiled, session, firings, facts, values, request, warnings, record,
-            refused: list) -> Derivation:
+def _adjust(d: Derivation, compiled, session, facts, values, request, warnings, record, refused: list) -> Derivation:
     steps = compiled.adjust_steps.get(d.name, ())
     if not steps:
         return d
     current, done = d.value, []
-    for i, adj in enumerate(steps):
-        f = {"id": f"a:{d.name}:{i}", "t": "adj", "o": d.name, "k": i, **fact_fields(current, d.name)}
-        batch = session.assert_facts([f])
-        record(batch)
-        hit = [read for key, read in sorted(batch, key=lambda kr: kr[0]) if compiled.branches[key].rule is adj]
-        if not hit or adj.value == current:
-            continue
-        read = hit[0]
+    # all the remaining steps are asserted at once with the current value: in the usual case none
+    # fires and the option costs one engine call, not one per step.  The first step that changes the
+    # value is applied; the steps after it saw a stale value, so they are asserted again with the new
+    # one (fresh ids, round ``r``), which is exactly what one call per step in order would decide.
+    start, r = 0, 0
+    while start < len(steps):
+        batch = session.assert_facts([{"id": f"a:{d.name}:{i}:{r}", "t": "adj", "o": d.name, "k": i,
+                                       **fact_fields(current, d.name)} for i in range(start, len(steps))])
+        fired: dict[int, dict] = {}
+        for key, read in sorted(batch, key=lambda kr: kr[0]):
+            i = _step_of(compiled.branches[key].rule, steps, start)
+            if i >= 0:
+                fired.setdefault(i, read)
+        change = next((i for i in sorted(fired) if steps[i].value != current), None)
+        # record what fired up to the applied step: later steps are decided again in the next round
+        record([(key, read) for key, read in batch
+                if change is None or _step_of(compiled.branches[key].rule, steps, start) <= change])
+        if change is None:
+            break
+        adj, read = steps[change], fired[change]
+        start, r = change + 1, r + 1
         used = tuple(FactUse(n, current, d.source, "the value before this adjustment") if n == d.name else facts[n]
                      for n in _ordered(read))
         msg_values = dict(values)
@@ -407,10 +443,10 @@ def _adjust(d: Derivation, compiled, session, firings, facts, values, request, w
         message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(adj.value)})
         if d.source == "user" and not adj.normalize:
             flag = request.flags.get(d.name, compiled.pack.options[d.name].flag)
-            change = f"{flag}={format_value(current)} would be changed to {format_value(adj.value)}"
+            wanted = f"{flag}={format_value(current)} would be changed to {format_value(adj.value)}"
             if request.strict:
                 # --strict: the typed value stays, and the change the rule wants is a conflict
-                refused.append(ConflictReport(adj.ref, adj.doc, f"{change} ({message.rstrip('.')}); --strict refuses to change a "
+                refused.append(ConflictReport(adj.ref, adj.doc, f"{wanted} ({message.rstrip('.')}); --strict refuses to change a "
                                               f"value you typed.", (d.name,), used, (adj.value,), None))
                 continue
             warnings.append(Notice("adjusted", f"{flag}={format_value(current)} was changed to {format_value(adj.value)} "
@@ -424,6 +460,11 @@ def _adjust(d: Derivation, compiled, session, firings, facts, values, request, w
     doc = compiled.pack.rule(last[-1].rule.id).doc if last else d.doc
     return Derivation(d.name, current, source, (last[-1].rule if last else d.rule), doc, d.facts, d.candidates,
                       tuple(done))
+
+
+def _step_of(rule, steps, start: int) -> int:
+    """The index of an adjustment step among ``steps[start:]`` (other rules sort first: kept)."""
+    return next((j for j in range(start, len(steps)) if steps[j] is rule), -1)
 
 
 def _origin_typed(name: str, request: Request) -> str:

@@ -101,6 +101,8 @@ class Conflict:
     allowed: tuple[Any, ...] = ()
     evidence: str | None = None
     hints: tuple[FixHint, ...] = ()
+    #: what would work when no launch option does (another GPU family, another checkpoint)
+    remedy: str | None = None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ MODEL_KINDS: dict[str, dict[str, Any]] = {
 _DSA_KINDS = tuple(kind.key for kind in MATRIX_KINDS if "dsa_decode" in kind.tried_roles)
 #: options turned on by themselves (with what they need)
 _SWITCHES = ({"enable_hisparse": True, "disable_radix_cache": True},
-             {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1})
+             {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1})
 
 
 @dataclass

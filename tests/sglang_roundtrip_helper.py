@@ -153,12 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     cases, items, sent = [], [], {}
     with tempfile.TemporaryDirectory(prefix="sglang-roundtrip-models-") as models:
         for cid, (alias, platform, overrides), model, flags, draft in CASES:
-            line = ["--model-path", _checkpoint(fp, models, model), "--platform", alias, *flags.split()]
+            local = _checkpoint(fp, models, model)
+            line = ["--model-path", local, "--platform", alias, *flags.split()]
             if draft:
                 line += ["--speculative-draft-model-path", fp.DRAFT_DIR]
             ns = parser.parse_args(line)
             parsed = copy.deepcopy(vars(ns))
             case = {"id": cid, "argv": line[2:], "platform": alias, "model": model, **_resolve(parser, ns, names)}
+            # SGLang copies model_path into other fields (an MTP draft is the target): in the oracle the
+            # model is its fixture folder, so the checkpoint's local path reads as that folder
+            if "values" in case:
+                case["values"] = {n: fp.MODEL_DIR if v == local else v for n, v in case["values"].items()}
             cases.append(case)
             request = {"platform": platform, "model": fp.MODELS[model], "platform_overrides": overrides}
             if model in fp.MODEL_FILES:
@@ -168,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             namespaces = {"control": parsed, **({"written": vars(ns)} if case["status"] == "resolved" else {})}
             for label, values in namespaces.items():
                 # every ServerArgs field, as from_cli_args builds them (the oracle gives model_path: its fixture)
-                args = json.loads(json.dumps({f: values[f] for f in sorted(fp._FIELD_NAMES)
-                                              if f in values and f != "model_path"}))
+                args = json.loads(json.dumps({f: fp.MODEL_DIR if values[f] == local else values[f]
+                                              for f in sorted(fp._FIELD_NAMES) if f in values and f != "model_path"}))
                 items.append((f"{cid}/{label}", {**request, "args": args}))
                 sent[f"{cid}/{label}"] = args
 

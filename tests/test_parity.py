@@ -19,6 +19,12 @@ from tools.sglang_diff import DIVERGENCE_RULES, NOT_OFFERED
 from .conftest import PUBLIC_DATA, ROOT
 
 
+#: the reference data runs SGLang's resolution slice only, without its speculative-decoding step
+#: (shared/oracle/SLICE.md, Limits 1); what that step refuses (rules/speculative.yaml) SGLang's whole
+#: pipeline refuses too: the 40 such requests of this data were checked with the full-pipeline oracle
+#: (29 DFLASH without a draft path, 11 draft trees on paged non-tree backends)
+SPECULATIVE_STEP = ("conflict.spec.",)
+
 GROUPS = ("dsa", "dsa_sink", "dsa_page", "hisparse",  # the core issue
           "attn_default", "mla_checks", "kv_gates", "trtllm_mha", "fa_rules", "deterministic")  # the attention pack
 
@@ -61,6 +67,8 @@ def _compare(case, result):
         rules = {c["rule"]["id"] for c in result.get("conflicts", [])}
         if rules and rules <= set(DIVERGENCE_RULES):
             return "divergence"
+        if rules and all(r.startswith(SPECULATIVE_STEP) or r in DIVERGENCE_RULES for r in rules):
+            return "slice"
         return f"SGLang resolved but we gave {result['status']}: {result.get('error') or sorted(rules)}"
     diff = {k: (v, result["values"].get(k)) for k, v in sg["values"].items() if result["values"].get(k) != v}
     if diff and _skipped_as_absent(result, diff):
@@ -85,7 +93,7 @@ def test_group_matches_sglang(batch_results, group):
     divergences = 0
     for case in (c for c in cases if c["group"] == group):
         why = _compare(case, results[case["id"]])
-        if why in ("divergence", "not-offered"):
+        if why in ("divergence", "not-offered", "slice"):
             divergences += 1
         elif why:
             problems[why] += 1

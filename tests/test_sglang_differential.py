@@ -23,35 +23,7 @@ SEED, COUNT = 20261201, 2000
 
 #: kinds of difference still open (rule gaps, not divergences): the test fails when a kind not
 #: listed here appears, or when a listed kind is gone (then delete its line)
-OPEN_GAPS: set[str] = {
-    'SGLang refuses, we resolve: AssertionError: ',
-    'SGLang refuses, we resolve: AssertionError: GptOssForCausalLM requires one of … attention backend, but got the following backends',
-    'SGLang refuses, we resolve: TypeError: … not supported between instances of … and …',
-    'SGLang refuses, we resolve: ValueError: Currently only … attention backends are supported for deterministic inference, but you explicitly specified ….',
-    'SGLang refuses, we resolve: ValueError: DFLASH speculative decoding requires setting --speculative-draft-model-path.',
-    'SGLang refuses, we resolve: ValueError: NVFPN prefill supports an FPN ENMN workspace or native NVFPN, but backend … provides neither.',
-    'SGLang refuses, we resolve: ValueError: SMN native NVFPN speculative decoding does not yet support DFLASH; use EAGLE/NEXTN or NGRAM.',
-    'SGLang refuses, we resolve: ValueError: SMN native NVFPN with trtllm_mha does not yet support PD disaggregation because its physical block-scale layout is not implemented by the KV transfer path.',
-    'SGLang refuses, we resolve: ValueError: The minimal HiSparse spec integration supports linear speculation only; use --speculative-eagle-topk N.',
-    'SGLang refuses, we resolve: ValueError: Unknown quantization method: mxfpN. Must be one of ….',
-    'SGLang refuses, we resolve: ValueError: speculative_eagle_topk > N with page_size > N is only supported on (…, …, …); got attention_backend=…. Use page_size == N or one of those backends.',
-    'SGLang refuses, we resolve: ValueError: speculative_eagle_topk(N) > N with page_size(N) > N is unstable and produces incorrect results for paged attention backends. This combination is only supported ',
-    'SGLang refuses, we resolve: ValueError: trtllm_mha backend only supports topk = N for speculative decoding.',
-    'values differ: attention_backend',
-    'values differ: attention_backend, disable_radix_cache',
-    'values differ: attention_backend, disable_radix_cache, speculative_eagle_topk',
-    'values differ: attention_backend, speculative_draft_attention_backend, speculative_eagle_topk',
-    'values differ: attention_backend, speculative_eagle_topk',
-    'values differ: speculative_adaptive',
-    'values differ: speculative_adaptive, speculative_draft_attention_backend, speculative_eagle_topk',
-    'values differ: speculative_adaptive, speculative_eagle_topk',
-    'values differ: speculative_algorithm',
-    'values differ: speculative_algorithm, speculative_eagle_topk',
-    'values differ: speculative_draft_attention_backend',
-    'values differ: speculative_draft_attention_backend, speculative_eagle_topk',
-    'values differ: speculative_eagle_topk',
-    'we refuse, SGLang resolves: conflict.nvfp4.prefill-backend',
-}
+OPEN_GAPS: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +48,7 @@ def test_every_launch_agrees_with_sglang_or_is_a_documented_divergence(compariso
 
 def test_the_sample_exercises_both_sides(comparison):
     """A sample the oracle could not read, or one where SGLang never refuses, would prove nothing."""
-    requests, answers, results, classes = comparison
+    requests, answers, _results, classes = comparison
     size = {k: len(v) for k, v in classes.items()}
     assert size.get("harness", 0) < COUNT // 20
     assert size.get("agree", 0) > COUNT // 2
@@ -87,9 +59,25 @@ def test_the_sample_exercises_both_sides(comparison):
 
 
 def test_divergences_are_documented(comparison):
-    requests, answers, results, classes = comparison
+    _requests, _answers, results, classes = comparison
     seen = collections.Counter(sglang_diff.DIVERGENCE_RULES[c["rule"]["id"]]
                                for rid in classes.get("divergence", ()) for c in results[rid]["conflicts"])
     with open(os.path.join(ROOT, "docs", "divergences.md"), encoding="utf-8") as fh:
         doc = fh.read()
     assert seen and all(f"## {div}" in doc for div in seen)
+
+
+def test_every_fix_listed_is_accepted_by_sglang(comparison):
+    """Every 4th launch the resolver refuses: each fix it lists, applied, resolves here and SGLang accepts it."""
+    requests, _answers, results, _classes = comparison
+    engine = get_engine()
+    trials = sglang_diff.fix_trials(requests, results, engine, every=4)
+    assert len(trials) > 200
+    fix_answers = sglang_diff.ask_oracle([{k: v for k, v in t.items() if k != "fix"} for t in trials],
+                                         oracle_python(), ORACLE)
+    fix_classes = sglang_diff.check_fixes(trials, fix_answers, sglang_diff.ask_resolver(trials, engine))
+    by_id = {t["id"]: t for t in trials}
+    bad = {kind: [(tid, by_id[tid]["fix"]["description"], by_id[tid]["args"]) for tid in ids[:3]]
+           for kind, ids in fix_classes.items() if kind not in ("accepted", "harness")}
+    assert not bad, bad
+    assert len(fix_classes.get("harness", ())) < len(trials) // 20

@@ -18,6 +18,8 @@ import pytest
 from resolver.api import get_engine
 
 from .conftest import ROOT
+from tools.sglang_diff import oracle_lock
+
 from .oracle import ORACLE, oracle_python
 from .test_parity import DIVERGENCE_RULES
 
@@ -34,8 +36,10 @@ KNOWN_VALUE_DIFFS: dict[tuple[str, str], tuple[object, object]] = {
 def report(tmp_path_factory):
     python = oracle_python()
     out = tmp_path_factory.mktemp("sglang-roundtrip") / "report.json"
-    run = subprocess.run([python, "-B", HELPER, "--oracle", ORACLE, "--out", str(out)],
-                         capture_output=True, text=True, timeout=300, check=False, env={**os.environ, "PYTHONHASHSEED": "0"})
+    with oracle_lock():
+        run = subprocess.run([python, "-B", HELPER, "--oracle", ORACLE, "--out", str(out)],
+                             capture_output=True, text=True, timeout=300, check=False,
+                             env={**os.environ, "PYTHONHASHSEED": "0"})
     assert out.exists(), f"the helper failed ({run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     data = json.loads(out.read_text())
     # a crash SGLang does not raise as a launch error (the TypeError a None threshold caused) is

@@ -17,12 +17,13 @@ FIRST = ["--platform", "h200", "--model-path", "deepseek-ai/DeepSeek-V3.2", "--t
 def test_the_pasted_launch_resolves_and_lists_what_is_not_checked():
     code, out, err = _cli(FIRST)
     assert code in (0, 1) and err == "", err
-    assert "not checked (no rule reads them; passed through unchanged): --dp-size 8 --enable-dp-attention " \
-           "--moe-a2a-backend deepep" in out
+    assert "not checked (no rule reads them; passed through unchanged): --moe-a2a-backend deepep" in out
     code, out, _ = _cli(FIRST + ["--format", "json"])
     doc = json.loads(out)
-    assert doc["values"]["tp_size"] == 8 and doc["values"]["dp_size"] == 8
-    assert doc["unchecked"] == ["dp_size", "enable_dp_attention", "moe_a2a_backend"]
+    assert doc["values"]["tp_size"] == 8
+    assert doc["unchecked"] == ["moe_a2a_backend"]
+    # SGLang 0.5.23 reads --dp 8 --enable-dp-attention as attention-DP 8 with one replica
+    assert doc["values"]["attn_dp_size"] == 8 and doc["values"]["dp_size"] == 1
     assert {"code": "deprecated", "message": "--enable-dp-attention is deprecated in SGLang 0.5.23; use "
             "--attn-dp-size <dp-size>"} in doc["warnings"]
     assert doc["model"]["architecture"] == "DeepseekV32ForCausalLM" and doc["model"]["index_topk"] == 2048

@@ -14,7 +14,7 @@ classed:
 
 - ``agree``: both refuse, or both resolve with the same value for every option the rules decide;
 - ``divergence``: the resolver refuses by a rule of docs/divergences.md (a kernel that cannot run
-  what SGLang picks), or SGLang picks a kernel of a package the request says is absent;
+  what SGLang picks), or SGLang picks a default whose kernel is absent or cannot run there;
 - ``not-offered``: a value SGLang's own CLI does not offer (an input error here);
 - ``harness``: the oracle could not run the request (not a verdict on either side);
 - anything else is a difference, grouped by kind (a refusal we miss, a conflict SGLang does not
@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -35,18 +37,23 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, ROOT)
 
-from resolver.api import Engine, get_engine  # noqa: E402
-from resolver.batch import resolve_line  # noqa: E402
-from resolver.catalogue import catalogue as flag_catalogue  # noqa: E402
-from resolver.model_source import catalogue as model_catalogue  # noqa: E402
+from resolver.api import Engine, get_engine
+from resolver.batch import resolve_line
+from resolver.catalogue import catalogue as flag_catalogue
+from resolver.model_source import catalogue as model_catalogue
 
 PLATFORMS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121", "gfx942", "gfx950")
+#: the oracle writes its checkpoints under one fixed folder: one oracle process at a time, by this lock
+ORACLE_LOCK = "/tmp/sglang-oracle-fixture.lock"
+#: where the oracle writes the target checkpoint (SGLang's model_path)
+ORACLE_MODEL_DIR = "/tmp/sglang-oracle-fixture/model"
 #: where the oracle writes the draft checkpoint it is given (``speculative_draft_model_path`` must name it)
 ORACLE_DRAFT_DIR = "/tmp/sglang-oracle-fixture/draft"
 
@@ -187,6 +194,17 @@ def default_oracle_dir() -> str:
     return os.environ.get("SGLANG_ORACLE_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "oracle")
 
 
+@contextlib.contextmanager
+def oracle_lock() -> Iterator[None]:
+    """Hold the oracle's lock (other oracle runs on this machine wait; see ORACLE_LOCK)."""
+    with open(ORACLE_LOCK, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def ask_oracle(requests: list[dict], python: str, oracle_dir: str, cache: str | None = None) -> dict[str, dict]:
     """SGLang's answer per request id, from ``ask.py`` (one oracle process; answers cached by request)."""
     keyed = {r["id"]: hashlib.sha256(json.dumps({k: v for k, v in r.items() if k != "id"}, sort_keys=True)
@@ -202,8 +220,9 @@ def ask_oracle(requests: list[dict], python: str, oracle_dir: str, cache: str | 
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
             fh.writelines(json.dumps(r) + "\n" for r in todo)
         try:
-            proc = subprocess.run([python, "-B", os.path.join(oracle_dir, "ask.py"), fh.name],
-                                  cwd=os.path.dirname(oracle_dir), capture_output=True, text=True, check=False)
+            with oracle_lock():
+                proc = subprocess.run([python, "-B", os.path.join(oracle_dir, "ask.py"), fh.name],
+                                      cwd=os.path.dirname(oracle_dir), capture_output=True, text=True, check=False)
         finally:
             os.unlink(fh.name)
         answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
@@ -218,9 +237,16 @@ def ask_oracle(requests: list[dict], python: str, oracle_dir: str, cache: str | 
     return {rid: known[key] for rid, key in keyed.items()}
 
 
+def as_launched(request: dict) -> dict:
+    """The request as the oracle launches it: SGLang's ``model_path`` is the oracle's checkpoint folder
+    (SGLang copies it into other fields), and the config beside it is the request's ``model``."""
+    return {**{k: v for k, v in request.items() if k != "fix"},
+            "args": {"model_path": ORACLE_MODEL_DIR, **request["args"]}}
+
+
 def ask_resolver(requests: list[dict], engine: Engine) -> dict[str, dict]:
     """The resolver's result per request id, as ``resolve --batch --no-fixes`` gives it."""
-    return {r["id"]: resolve_line(engine, json.dumps(r), fixes=False) for r in requests}
+    return {r["id"]: resolve_line(engine, json.dumps(as_launched(r)), fixes=False) for r in requests}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,7 +295,7 @@ def classify(request: dict, answer: dict, result: dict, fields: list[str], defau
         return f"we refuse, SGLang resolves: {' + '.join(r for r in rules if r not in DIVERGENCE_RULES)}"
     differ = sorted(f for f in fields if result["values"].get(f) != _spelled(sglang_value(sg, request, f, defaults),
                                                                               aliases.get(f, {})))
-    if differ and _skipped_as_absent(result, differ, sg, request, defaults):
+    if differ and _skipped_for_kernel(result, differ, sg, request, defaults):
         return "divergence"
     return f"values differ: {', '.join(differ)}" if differ else "agree"
 
@@ -279,14 +305,24 @@ def _spelled(value: Any, aliases: dict[str, Any]) -> Any:
     return aliases.get(value, value) if isinstance(value, str) else value
 
 
-def _skipped_as_absent(result: dict, differ: list[str], sg: dict, request: dict, defaults: dict) -> bool:
-    """SGLang's pick is a kernel of a package the request says is absent, so the resolver took the
-    next candidate (docs/divergences.md, K); the page size may follow."""
+#: why a default candidate was passed over for a kernel reason (resolver.resolution): SGLang would pick it
+#: and crash or fail to import (docs/divergences.md, K)
+_KERNEL_SKIPS = ("is not installed on the target", "its kernel cannot run on")
+
+
+#: values that follow from the attention backend (page size, the radix cache under deterministic
+#: inference, the draft backend that copies it)
+FOLLOW_THE_BACKEND = {"page_size", "disable_radix_cache", "speculative_draft_attention_backend"}
+
+
+def _skipped_for_kernel(result: dict, differ: list[str], sg: dict, request: dict, defaults: dict) -> bool:
+    """SGLang's pick is a default the resolver passed over because its kernel is absent or cannot run
+    here, so it took the next candidate; values that follow from it may differ too."""
     skipped = {f for f in differ if any(
         c["outcome"] == "skipped" and c["value"] == sglang_value(sg, request, f, defaults)
-        and "is not installed on the target" in c["why"]
+        and any(why in c["why"] for why in _KERNEL_SKIPS)
         for c in result.get("derivations", {}).get(f, {}).get("candidates", ()))}
-    return bool(skipped) and set(differ) - skipped <= {"page_size"}
+    return bool(skipped) and set(differ) - skipped <= FOLLOW_THE_BACKEND
 
 
 def compare(requests: list[dict], answers: dict[str, dict], results: dict[str, dict],
@@ -302,6 +338,39 @@ def compare(requests: list[dict], answers: dict[str, dict], results: dict[str, d
 
 
 PASSING = ("agree", "divergence", "not-offered", "harness")
+
+
+def fix_trials(requests: list[dict], results: dict[str, dict], engine: Engine, every: int = 1) -> list[dict]:
+    """Every fix the resolver lists for every ``every``-th conflicted launch, applied: one request each
+    (id ``<launch>/fix<n>``, the fix under ``"fix"``), for SGLang to accept or refuse."""
+    trials = []
+    conflicted = [r for r in requests if results[r["id"]]["status"] == "conflict"][::every]
+    for r in conflicted:
+        with_fixes = resolve_line(engine, json.dumps(as_launched(r)), fixes=True)
+        fixes = [f for c in with_fixes.get("conflicts", ()) for f in c["fixes"]]
+        for n, fix in enumerate(fixes):
+            args = {k: v for k, v in r["args"].items() if k not in fix["unset"]}
+            args.update(fix["set"])
+            trials.append({**r, "id": f"{r['id']}/fix{n}", "args": args, "fix": fix})
+    return trials
+
+
+def check_fixes(trials: list[dict], answers: dict[str, dict], results: dict[str, dict]) -> dict[str, list[str]]:
+    """Trial ids by class: ``accepted`` (both resolve), ``harness``, or what went wrong with the fix."""
+    classes: dict[str, list[str]] = collections.defaultdict(list)
+    for t in trials:
+        answer, result = answers[t["id"]], results[t["id"]]
+        sg = answer.get("sglang", {})
+        if "harness_error" in answer or sg.get("raised_in", "").startswith(ORACLE_STUBS):
+            kind = "harness"
+        elif result["status"] != "resolved":
+            kind = f"the fix does not resolve here: {result['status']}"
+        elif sg["status"] == "error":
+            kind = f"SGLang refuses the fix: {sg['type']}: {_template(sg['message'])}"
+        else:
+            kind = "accepted"
+        classes[kind].append(t["id"])
+    return dict(classes)
 
 
 def report(classes: dict[str, list[str]], requests: list[dict], answers: dict, results: dict, show: int,
@@ -341,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the oracle folder holding ask.py (default: $SGLANG_ORACLE_DIR or ../shared/oracle)")
     ap.add_argument("--cache", help="a JSONL file of oracle answers kept between runs (keyed by request)")
     ap.add_argument("--show", type=int, default=3, help="examples shown per kind of difference")
+    ap.add_argument("--fixes", type=int, default=0, metavar="N",
+                    help="also apply every fix listed for every N-th conflicted launch and ask SGLang about each")
     ap.add_argument("--write", help="write every launch with both answers and its class to this JSONL file")
     a = ap.parse_args(argv)
     if not a.oracle_python:
@@ -359,10 +430,29 @@ def main(argv: list[str] | None = None) -> int:
     if a.write:
         kind = {rid: k for k, ids in classes.items() for rid in ids}
         with open(a.write, "w", encoding="utf-8") as fh:
-            for r in requests:
-                fh.write(json.dumps({"request": r, "sglang": answers[r["id"]], "resolver": results[r["id"]],
-                                     "class": kind[r["id"]]}) + "\n")
-    return 1 if report(classes, requests, answers, results, a.show) else 0
+            fh.writelines(json.dumps({"request": r, "sglang": answers[r["id"]], "resolver": results[r["id"]],
+                                     "class": kind[r["id"]]}) + "\n" for r in requests)
+    failed = report(classes, requests, answers, results, a.show)
+    if a.fixes > 0:
+        trials = fix_trials(requests, results, engine, a.fixes)
+        print(f"\nchecking {len(trials)} fixes with SGLang ...", file=sys.stderr)
+        fix_answers = ask_oracle([{k: v for k, v in t.items() if k != "fix"} for t in trials],
+                                 a.oracle_python, a.oracle_dir, a.cache)
+        fix_results = ask_resolver(trials, engine)
+        fix_classes = check_fixes(trials, fix_answers, fix_results)
+        by_id = {t["id"]: t for t in trials}
+        print(f"\nfixes: {len(fix_classes.get('accepted', ()))} accepted by SGLang, "
+              f"{len(fix_classes.get('harness', ()))} the oracle could not run", file=sys.stdout)
+        for kind, ids in sorted(fix_classes.items(), key=lambda kv: -len(kv[1])):
+            if kind in ("accepted", "harness"):
+                continue
+            failed += len(ids)
+            print(f"\n{len(ids):>5} x {kind}")
+            for tid in ids[:a.show]:
+                t = by_id[tid]
+                print(f"      {tid}: {t['platform']} {t['model_name']} fix {t['fix']['description']!r} -> "
+                      f"{json.dumps(t['args'], sort_keys=True)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ The write-back contract (what :func:`resolve_namespace` changes in the namespace
   over a concrete launcher default that differs from it, or into a flag this module added; a
   launcher's ``None`` stays ``None`` (the launcher fills in its own default later, and SGLang
   reads a typed ``--page-size 1`` differently from an unset one);
+* a copy of ``--model-path`` (an MTP draft that is the target checkpoint) is not written over the
+  launcher's ``None``: the launcher copies it itself, and written it would read as typed;
 * ``None`` is never written: no rule decides None, and a launcher's default (SGLang's
   ``1.0`` receive threshold, its ``"auto"`` dequant dtype) must survive;
 * on a conflict nothing is written (``ConflictError`` is raised first).
@@ -105,7 +107,17 @@ def _write_back(parser: argparse.ArgumentParser, ns: argparse.Namespace, res: Re
             continue
         if res.derivations[name].source == "fallback" and held is None and action not in _ADDED:
             continue  # the launcher's "unset": it applies its own default, which the fallback mirrors
+        if _copied_from_model_path(res, name) and held is None:
+            continue  # the launcher copies --model-path itself; written, it would read as a typed value
         setattr(ns, action.dest, value)
+
+
+def _copied_from_model_path(res: Resolution, name: str) -> bool:
+    """Whether ``name`` holds a copy of ``--model-path`` (an MTP draft that is the target checkpoint)."""
+    d = res.derivations[name]
+    rule = res.engine.pack.rule(d.rule.id) if d.source == "default" and d.rule is not None else None
+    proposed = getattr(rule, "set", {}).get(name)
+    return isinstance(proposed, dict) and proposed.get("from") == "model.path"
 
 
 def resolve_namespace(parser: argparse.ArgumentParser, ns: argparse.Namespace, *, platform: str | None = None,

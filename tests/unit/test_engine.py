@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from resolver.api import resolve_request
-from resolver.compiler import compile_pack
+from resolver.api import get_engine, resolve_request
+from resolver.compiler import EngineNetwork, compile_pack, part_ruleset
 from resolver.engine import DurableMatcher, ReferenceMatcher
 from resolver.engine_values import constant, fact_fields, fact_value
 from resolver.errors import EngineError, InputError, RuleFileErrors
@@ -77,7 +77,8 @@ def test_durable_and_reference_agree_on_the_seed(engine):
     assert a == b
 
 
-def test_too_many_sibling_constants_are_refused_before_the_engine(rules_dir):
+def test_too_many_sibling_constants_are_split_over_rulesets(rules_dir):
+    """513 tests after 'a' would make one ruleset loop forever (at most 511): the pack is split, and runs."""
     body = "\n".join(f"""  - id: conflict.c{i}
     kind: conflict
     doc: Constant {i}.
@@ -93,10 +94,12 @@ rules:
     help: Option a.
 {body}
 """
-    pack = load_rules(rules_dir({"a.yaml": text}))
-    with pytest.raises(RuleFileErrors, match=r"a.yaml:\d+: rule conflict.c511: 512 different tests follow 'a'.*"
-                                              r"at most 511 and loops forever"):
-        compile_pack(pack)
+    d = rules_dir({"a.yaml": text})
+    compiled = compile_pack(load_rules(d))
+    assert len(compiled.parts) > 1
+    assert not [p for part in compiled.parts for p in EngineNetwork(part_ruleset(compiled.ruleset, part)).problems]
+    res = resolve_request(get_engine(d), platform="h100", args={"a": "v512"}, fixes=False)
+    assert [c.rule.id for c in res.conflicts] == ["conflict.c512"]
 
 
 def test_emitted_json_stays_in_the_safe_subset(engine):

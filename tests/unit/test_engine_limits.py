@@ -11,8 +11,9 @@ import io
 import pytest
 
 from resolver import compiler
+from resolver.api import get_engine, resolve_request
 from resolver.cli import main
-from resolver.compiler import EngineNetwork, compile_pack
+from resolver.compiler import EngineNetwork, compile_pack, part_ruleset
 from resolver.errors import InputError, RuleFileErrors
 from resolver.loader import load_rules
 from resolver.numbers import ENGINE_MAX_STRING_BYTES, MAX_STRING_BYTES, engine_string
@@ -93,25 +94,37 @@ def _conflicts(whens: list[str]) -> str:
 """ for i, when in enumerate(whens))
 
 
-def test_rules_sharing_one_condition_are_refused_with_file_and_line(rules_dir):
-    """The adversarial report: 257 rules `when: enable_hisparse` made the engine fail with error 108."""
+def test_rules_sharing_one_condition_are_split_and_run(rules_dir):
+    """The adversarial report: 257 rules `when: enable_hisparse` made the engine fail with error 108.
+    The compiler now splits them over rulesets (each within the limits) and every one fires."""
     d = _pack(rules_dir, _conflicts(["enable_hisparse"] * 257), _option("enable_hisparse", "bool"))
-    with pytest.raises(RuleFileErrors, match=r"a.yaml:\d+: rule conflict.c255: 256 rule branches test exactly the "
-                                             r"same conditions .* at most 255 \(error 108\)"):
+    compiled = compile_pack(load_rules(d))
+    assert len(compiled.parts) > 1
+    assert not [p for part in compiled.parts for p in EngineNetwork(part_ruleset(compiled.ruleset, part)).problems]
+    res = resolve_request(get_engine(d), platform="h100", args={"enable_hisparse": True}, fixes=False)
+    assert len(res.conflicts) == 257
+
+
+def test_a_branch_past_a_limit_no_split_can_lower_is_refused_with_file_and_line(rules_dir):
+    """One branch reading 17 facts (error 304): refused with file:line, by the CLI (exit 2) and lint (exit 1)."""
+    names = [f"f{i}" for i in range(17)]
+    d = _pack(rules_dir, _conflicts([" and ".join(names)]), "".join(_option(n, "bool") for n in names))
+    with pytest.raises(RuleFileErrors, match=r"a.yaml:\d+: rule conflict.c0: a branch reads 17 facts; .*error 304"):
         compile_pack(load_rules(d))
     out, err = io.StringIO(), io.StringIO()
-    assert main(["--rules", d, "--platform", "h100"], out, err) == 2 and "error 108" in err.getvalue()
-    assert main(["lint", "--rules", d, "--no-sweep"], out, err) == 1 and "error 108" in out.getvalue()
+    assert main(["--rules", d, "--platform", "h100"], out, err) == 2 and "error 304" in err.getvalue()
+    assert main(["lint", "--rules", d, "--no-sweep"], out, err) == 1 and "error 304" in out.getvalue()
 
 
-def test_rules_joining_the_same_facts_are_refused(rules_dir):
-    """The adversarial report: 64 rules `tp_size == dcp_size and ...` failed every request with error 303."""
+def test_rules_joining_the_same_facts_are_split_and_run(rules_dir):
+    """The adversarial report: 64 rules `tp_size == dcp_size and ...` failed every request with error 303.
+    Split over rulesets, every request runs and every rule fires."""
     options = _option("tp_size", "int") + _option("dcp_size", "int") + _option("flag", "bool")
-    ok = _pack(rules_dir, _conflicts(["tp_size == dcp_size and flag"] * 63), options)
-    compile_pack(load_rules(ok))
-    bad = _pack(rules_dir, _conflicts(["tp_size == dcp_size and flag"] * 64), options)
-    with pytest.raises(RuleFileErrors, match=r"a.yaml:\d+: rule conflict.c63: when 'tp_size' is .* 65 tests pending"):
-        compile_pack(load_rules(bad))
+    d = _pack(rules_dir, _conflicts(["tp_size == dcp_size and flag"] * 64), options)
+    compiled = compile_pack(load_rules(d))
+    assert len(compiled.parts) > 1
+    res = resolve_request(get_engine(d), platform="h100", args={"tp_size": 2, "dcp_size": 2, "flag": True}, fixes=False)
+    assert len(res.conflicts) == 64
 
 
 @pytest.mark.parametrize("when, fragment", [

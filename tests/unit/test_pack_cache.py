@@ -185,7 +185,7 @@ def test_a_misshapen_or_writable_entry_is_never_used(tmp_path, monkeypatch):
     entry = cache / (key + ".json")
     assert entry.stat().st_mode & 0o777 == 0o600
     good = entry.read_bytes()
-    entry.write_text(json.dumps({"format": 3, "key": key, "pack": 42, "compiled": {}}))  # right key, wrong shape
+    entry.write_text(json.dumps({"format": pack_cache._FORMAT, "key": key, "pack": 42, "compiled": {}}))  # right key, wrong shape
     assert cached_pack(default_rules_dir(), build)[0].options and len(calls) == 2
     entry.write_bytes(good)
     entry.chmod(0o666)  # writable by others: whoever could write it may have chosen its content

@@ -1,7 +1,7 @@
 """SGLang 0.5.23's per-model overrides (rules/model_overrides.yaml).
 
 Every expected value here is what SGLang 0.5.23's own resolution answered for the same launch
-(the oracle: SGLang 0.5.23's resolve_once run on CPU, /work/shared/oracle/ask.py), recorded when
+(the oracle: SGLang 0.5.23's own resolution run on a CPU, docs/parity.md), recorded when
 the rules were written.  Cases where the resolver departs on purpose (a kernel that cannot run on
 the platform, docs/divergences.md "K") are left out.
 """
@@ -318,3 +318,10 @@ def test_dsa_dcp_defaults_trtllm():
     assert (got["dsa_prefill_backend"], got["dsa_decode_backend"]) == ("trtllm", "trtllm")
     assert "DSA DCP does not support HiSparse" in refused("sm100", CATALOGUE["deepseek-ai/DeepSeek-V3.2"],
                                                           dcp_size=2, tp_size=2, enable_hisparse=True)
+
+
+def test_gpt_oss_mxfp4_runs_bfloat16_even_over_a_typed_dtype():
+    # SGLang 0.5.23: dtype bfloat16 declared by _gpt_oss_overrides, with --dtype float16 typed too
+    assert values("sm90", GPT_OSS)["dtype"] == "bfloat16"
+    assert values("sm90", GPT_OSS, dtype="float16")["dtype"] == "bfloat16"
+    assert values("sm90", LLAMA)["dtype"] == "auto"

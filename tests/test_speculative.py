@@ -1,7 +1,7 @@
 """Speculative decoding (rules/speculative.yaml) against SGLang 0.5.23 itself.
 
 Every expected value here was confirmed with the oracle (SGLang 0.5.23's own resolution run on
-CPU, shared/oracle): ``tests/data/speculative-oracle.json`` holds 710 oracle answers (a sample of
+CPU, docs/parity.md): ``tests/data/speculative-oracle.json`` holds 710 oracle answers (a sample of
 the oracle's ``spec`` grid plus hand-written requests for the checks the grid does not reach),
 built by ``tools/speculative_oracle_cases.py``.  The named tests below pick some of those answers
 by case id and assert the behaviour on both sides (SGLang's answer and ours), so that a regression

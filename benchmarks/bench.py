@@ -2,22 +2,28 @@
 
     python benchmarks/bench.py            # full run (about a minute; packs up to x16)
     python benchmarks/bench.py --smoke    # CI smoke run: few iterations, figures only
+    python benchmarks/bench.py --sglang 200   # also: warm resolve() against SGLang's own resolution
 
 Nothing here asserts a time: figures are printed for docs/performance.md.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 from resolver.api import Engine, _load_and_compile, get_engine, resolve_request  # noqa: E402
+from resolver.batch import resolve_line  # noqa: E402
 from resolver.engine import DurableMatcher, ReferenceMatcher  # noqa: E402
 from resolver.resolution import run  # noqa: E402
 
@@ -165,9 +171,55 @@ def scaling_rows(copies: tuple[int, ...], n: int) -> list[tuple]:
     return rows
 
 
+def sglang_paired(engine, count: int, repeat: int = 5) -> list[tuple[str, float, float]] | None:
+    """(launch id, SGLang's resolution, our warm resolution) in seconds, medians of ``repeat`` runs each, for
+    ``count`` random launches of the differential test (tools/sglang_diff.py; the same seed as CI).
+
+    SGLang's side runs in the oracle's interpreter (benchmarks/sglang_baseline.py: resolve_once() and
+    check_server_args() only); ours is ``resolve --batch --no-fixes`` on the same launch line.  None
+    when the oracle is not installed (docs/parity.md says how)."""
+    from sglang_diff import as_launched, launches, oracle_lock
+
+    oracle = os.environ.get("SGLANG_ORACLE_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "oracle")
+    python = os.environ.get("SGLANG_ORACLE_PYTHON") or os.path.join(os.path.dirname(ROOT), ".oracle-venv", "bin", "python")
+    if not (os.path.isfile(python) and os.path.isdir(oracle)):
+        return None
+    requests = {r["id"]: r for r in launches(20261201, count)}
+    machines: dict[str, list] = {}
+    for rid, r in requests.items():
+        machine = {"platform": r["platform"], "platform_overrides": r.get("platform_overrides", {})}
+        key = json.dumps([machine, r.get("env", {})], sort_keys=True)
+        machines.setdefault(key, []).append([rid, {k: v for k, v in r.items() if k != "id"}])
+    theirs: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as scratch, oracle_lock():
+        for n, (key, cases) in enumerate(sorted(machines.items())):
+            machine, env = json.loads(key)
+            spec, out = os.path.join(scratch, f"spec{n}.json"), os.path.join(scratch, f"out{n}.json")
+            with open(spec, "w", encoding="utf-8") as fh:
+                json.dump({"machine": machine, "env": env, "cases": cases, "repeat": repeat}, fh)
+            subprocess.run([python, "-B", os.path.join(ROOT, "benchmarks", "sglang_baseline.py"), oracle, spec, out],
+                           cwd=os.path.dirname(oracle), check=True, capture_output=True,
+                           env={**os.environ, **env, "PYTHONHASHSEED": "0"})
+            with open(out, encoding="utf-8") as fh:
+                theirs.update(json.load(fh))
+    rows = []
+    for rid, times in sorted(theirs.items()):
+        line = json.dumps(as_launched(requests[rid]))
+        resolve_line(engine, line, fixes=False)  # warm-up, as SGLang's first run was
+        ours = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            resolve_line(engine, line, fixes=False)
+            ours.append(time.perf_counter() - t)
+        rows.append((rid, statistics.median(times), statistics.median(ours)))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--smoke", action="store_true", help="few iterations (CI)")
+    ap.add_argument("--sglang", type=int, default=0, metavar="N",
+                    help="also time N random launches against SGLang's own resolution (needs the oracle)")
     a = ap.parse_args()
     n, n_cli = (30, 2) if a.smoke else (500, 7)
     engine = get_engine()
@@ -217,6 +269,19 @@ def main():
     for c, rules, parts, facts, fired, build, p50 in scaling:
         print(f"x{c:<4} {rules:>6} {parts:>5} {facts:>6} {fired:>6} {build:>11.2f}s {ms(p50):>10} {p50 / base_p50:>5.2f}x "
               f"{(facts + fired) / base_work:>9.2f}x {p50 * 1e6 / (facts + fired):>11.1f}")
+    if a.sglang:
+        paired = sglang_paired(engine, a.sglang)
+        print()
+        if paired is None:
+            print("SGLang comparison skipped: the oracle is not installed (docs/parity.md)")
+            return
+        ratios = sorted(ours / theirs for _, theirs, ours in paired)
+        quart = lambda q: ratios[min(len(ratios) - 1, int(len(ratios) * q))]  # noqa: E731
+        print(f"warm resolution against SGLang 0.5.23's own (resolve_once + check_server_args), {len(paired)} random "
+              "launches of the differential test, paired per launch (medians of 5 runs each side):")
+        print(f"  SGLang p50 {ms(statistics.median(t for _, t, _ in paired))}, ours p50 "
+              f"{ms(statistics.median(o for _, _, o in paired))}; ratio ours/SGLang per launch: p25 {quart(0.25):.2f}x, "
+              f"p50 {quart(0.5):.2f}x, p75 {quart(0.75):.2f}x; total {sum(o for *_, o in paired) / sum(t for _, t, _ in paired):.2f}x")
 
 
 if __name__ == "__main__":

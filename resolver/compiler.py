@@ -4,9 +4,10 @@ Facts in the engine (one per name, asserted once per resolution, never retracted
 
 * ``{"t": "val", "o": NAME, "v": ..., "n": ...}``  the final value of an input fact, derived
   fact or option;
-* ``{"t": "adj", "o": OPTION, "k": STEP, "v": ..., "n": ...}``  an option's value before
-  adjustment step ``STEP``; adjustment ``STEP`` matches only this fact, so adjustments chain in
-  order.
+* ``{"t": "adj", "o": OPTION, "v": ..., "n": ...}``  an option's value while its adjustment
+  steps run; every step of OPTION matches it, and :func:`resolver.resolution.run` applies
+  the first step in order that fired (one fact per round, not one per step: facts are what
+  the engine spends its time on).
 
 ``v`` is the value as a type-tagged string (absent for null, so ``== null`` is ``$nex``) and
 ``n`` the number, for numbers only (:mod:`resolver.engine_values`): equality, ``in`` and joins
@@ -37,10 +38,16 @@ from .errors import InputError, RuleFileErrors, RuleFileProblem
 from .numbers import engine_value
 from .rules import Adjust, Conflict, Default, Fact, RulePack
 
-__all__ = ["SINK", "CompiledBranch", "CompiledPack", "EngineNetwork", "NetworkLoad", "check_safe_subset", "compile_pack",
+__all__ = ["SINK", "SINK_RULE", "CompiledBranch", "CompiledPack", "EngineNetwork", "NetworkLoad", "check_safe_subset", "compile_pack",
            "fact_keys", "part_ruleset"]
 
 SINK = "_sink"
+#: P7: a fact that no rule's tests let through is refused, so a sink rule takes such facts.  Only
+#: facts flagged ``"s": 1`` reach it (the matcher flags those that no branch of the part lets
+#: through: resolver.engine.Screens): every firing costs durable-rules' Python action machinery,
+#: and a sink taking every fact made about a third of a resolution.  A sink with a second pattern
+#: that never completes (taking facts without firing) crashed delete_state on random packs.
+SINK_RULE = {"all": [{"f": {"$and": [{"$or": [{"t": "val"}, {"t": "adj"}]}, {"s": 1}]}}], "run": SINK}
 _ANCHOR = Atom("platform.name", "ne", None, False)  # always true: every resolution has a platform
 _OTHER = "s:\x00other"  # in the limit check: a fact string that no rule names
 
@@ -80,15 +87,15 @@ class CompiledBranch:
     key: str  # durable rule and action name: "<rule id>#<branch>"
     rule: Fact | Default | Adjust | Conflict
     atoms: tuple[Atom, ...]
-    adj_step: int | None  # for an adjustment: which step's "adj" fact it matches
+    adj_step: int | None  # for an adjustment: its place among its option's steps
 
 
 def fact_keys(b: CompiledBranch) -> tuple[tuple, ...]:
     """The engine facts ``b`` matches: ``("val", name)`` for each name it reads, and for an
-    adjustment ``("adj", option, step)``, which stands for its own option (see _patterns)."""
+    adjustment ``("adj", option)``, which stands for its own option (see _patterns)."""
     option = b.rule.option if b.adj_step is not None else None
     names = dict.fromkeys(n for a in b.atoms for n in a.names() if n != option)
-    return (*(("val", n) for n in names), *((("adj", option, b.adj_step),) if option is not None else ()))
+    return (*(("val", n) for n in names), *((("adj", option),) if option is not None else ()))
 
 
 @dataclass(frozen=True)
@@ -124,12 +131,12 @@ def compile_pack(pack: RulePack) -> CompiledPack:
                 # a rule without `when` must still be activated by a fact: anchor it on the platform
                 atoms = (_ANCHOR,)
             try:
-                ruleset[key] = {"all": _patterns(atoms, adj_option, step), "run": key}
+                ruleset[key] = {"all": _patterns(atoms, adj_option), "run": key}
             except ValueError as exc:
                 problems.append(RuleFileProblem(rule.ref.file, rule.ref.line, f"rule {rule.ref.id}: {exc}"))
                 continue
             branches[key] = CompiledBranch(key, rule, atoms, step)
-    ruleset[SINK] = {"all": [{"f": {"$or": [{"t": "val"}, {"t": "adj"}]}}], "run": SINK}
+    ruleset[SINK] = SINK_RULE
     problems += check_safe_subset(ruleset, pack)
     parts = split(ruleset, tuple(branches)) if branches else []
     for _, network in parts:
@@ -184,7 +191,7 @@ def _value_problems(pack: RulePack) -> list[RuleFileProblem]:
     found: list[tuple[Any, Any, str]] = [(o.ref, o.default, f"option {o.name}: default") for o in pack.options.values()]
     found += [(d.ref, v, f"rule {d.ref.id}: set {n}") for d in pack.defaults for n, v in d.set.items()
               if not isinstance(v, dict)]  # {from: other} copies a value that is checked itself
-    found += [(a.ref, a.value, f"rule {a.ref.id}: value") for a in pack.adjusts]
+    found += [(a.ref, a.value, f"rule {a.ref.id}: value") for a in pack.adjusts if not isinstance(a.value, dict)]
     problems = []
     for ref, value, where in found:
         try:
@@ -194,7 +201,7 @@ def _value_problems(pack: RulePack) -> list[RuleFileProblem]:
     return problems
 
 
-def _patterns(atoms: tuple[Atom, ...], adj_option: str | None, step: int | None) -> list[dict]:
+def _patterns(atoms: tuple[Atom, ...], adj_option: str | None) -> list[dict]:
     """One pattern per fact the branch reads; joins refer only to earlier aliases."""
     by_name: dict[str, list[Atom]] = {}
     for a in atoms:
@@ -218,7 +225,7 @@ def _patterns(atoms: tuple[Atom, ...], adj_option: str | None, step: int | None)
         alias = f"p{len(aliases)}"
         aliases[name] = alias
         if name == adj_option:
-            tests: list[dict] = [{"t": "adj"}, {"o": name}, {"k": step}]
+            tests: list[dict] = [{"t": "adj"}, {"o": name}]
         else:
             tests = [{"t": "val"}, {"o": name}]
         for a in by_name[name]:
@@ -551,8 +558,7 @@ def _candidates(kind: str, fact_node: _Test) -> list[dict]:
     values: list[dict] = [{}, {"v": other}, {"v": "b:true"}, {"v": "b:false"}]
     values += [{"v": c} for c in sorted(tagged) if not c.startswith("n:")]
     values += [{"v": constant(x), "n": x} for x in points]
-    steps: list[int | None] = [*sorted(c for c in consts.get("k", ()) if isinstance(c, int))] or [None]
-    return [{"t": kind, "o": fact_node.const, **({} if k is None else {"k": k}), **v} for k in steps for v in values]
+    return [{"t": kind, "o": fact_node.const, **v} for v in values]
 
 
 def _number(text: str) -> int | float:

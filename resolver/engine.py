@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .compiler import SINK, CompiledPack, fact_keys, part_ruleset
+from .conditions import Atom
 from .engine_values import fact_value
 from .errors import EngineError, UnsupportedPythonError
 from .terminal import signals_deferred
@@ -81,7 +82,33 @@ def _quiet_host(mod, actions: dict):
 
 def _fact_key(fact: dict) -> tuple:
     """The key :func:`resolver.compiler.fact_keys` gives the facts a branch matches."""
-    return ("val", fact["o"]) if fact["t"] == "val" else ("adj", fact["o"], fact["k"])
+    return ("val", fact["o"]) if fact["t"] == "val" else ("adj", fact["o"])
+
+
+def _screens(compiled: CompiledPack, part: tuple[str, ...]) -> dict[tuple, tuple[tuple[Atom, ...], ...] | None]:
+    """Per engine fact of one part: the constant tests of each pattern on it, or None when some
+    pattern has none (every such fact is taken).  durable-rules refuses a fact that no pattern's
+    tests let through (P7); those, and only those, are flagged for the part's sink."""
+    out: dict[tuple, list[tuple[Atom, ...]] | None] = {}
+    for key in part:
+        b = compiled.branches[key]
+        for f in fact_keys(b):
+            name = f[1]
+            # an adjustment's tests of its own option are on its "adj" fact (fact_keys names no "val" one)
+            tests = tuple(a for a in b.atoms if a.op != "join" and a.name == name)
+            if any(a.op == "join" and name in (a.name, a.value) for a in b.atoms):
+                tests += (Atom(name, "ne", None, False),)  # a joined fact needs a value: a null one is refused
+            if not tests:
+                out[f] = None
+            elif out.get(f, ()) is not None:
+                out.setdefault(f, []).append(tests)  # type: ignore[union-attr]
+    return {f: (tuple(p) if p is not None else None) for f, p in out.items()}
+
+
+def _lets_through(patterns: tuple[tuple[Atom, ...], ...], fact: dict) -> bool:
+    """Whether some pattern's constant tests hold for ``fact`` (the engine's own semantics: conditions.Atom)."""
+    values = {fact["o"]: fact_value(fact)}
+    return any(all(a.holds(values) for a in tests) for tests in patterns)
 
 
 class DurableMatcher:
@@ -105,6 +132,8 @@ class DurableMatcher:
                     if parts[-1:] != [i]:
                         parts.append(i)
         self._route = {f: tuple(parts) for f, parts in route.items()}
+        self._screens = tuple(_screens(compiled, part) for part in compiled.parts)
+        self._verdicts: dict[tuple, bool] = {}  # (part, fact key, engine value) -> taken by a branch
         actions = {key: self._action(key) for key in compiled.branches}
         actions[SINK] = lambda c: None
         self._host = _quiet_host(mod, actions)
@@ -114,6 +143,19 @@ class DurableMatcher:
                                                                                      strict=True)}
         with signals_deferred():  # never left halfway: see session()
             self._host.set_rulesets(json.loads(json.dumps(rulesets)))
+
+    def _taken(self, part: int, key: tuple, fact: dict) -> bool:
+        """Whether some branch of ``part`` takes ``fact`` (else it is flagged for the sink).  Memoised by
+        the engine's own spelling of the value (type-tagged, so 1 and true differ): the same values recur."""
+        memo = (part, key, fact.get("v"))
+        taken = self._verdicts.get(memo)
+        if taken is None:
+            patterns = self._screens[part].get(key)
+            taken = patterns is None or _lets_through(patterns, fact)
+            if len(self._verdicts) > 100_000:  # typed values are unbounded: keep the memo small
+                self._verdicts.clear()
+            self._verdicts[memo] = taken
+        return taken
 
     def _action(self, key: str):
         def action(c):  # exactly one parameter (P8)
@@ -176,9 +218,13 @@ class _DurableSession:
         start = len(self.m._trace)
         batches: dict[int, list[dict]] = {}
         for f in facts:
-            payload = dict(f, sid=self.sid)  # the engine only serialises it: one copy serves every part
-            for i in self.m._route.get(_fact_key(f), ()):
-                batches.setdefault(i, []).append(payload)
+            key = _fact_key(f)
+            payload = dict(f, sid=self.sid)  # the engine only serialises it: one copy serves most parts
+            for i in self.m._route.get(key, ()):
+                if not self.m._taken(i, key, f):
+                    batches.setdefault(i, []).append(dict(payload, s=1))  # for the sink: no branch takes it
+                else:
+                    batches.setdefault(i, []).append(payload)
         for i in sorted(batches):  # parts in a fixed order: the same facts always make the same calls
             name = self.m._rulesets[i]
             self.asserted.setdefault(name, 0)
@@ -247,7 +293,7 @@ class _ReferenceSession:
                 fact_key: tuple = ("val", f["o"])
                 own = None
             else:
-                fact_key = ("adj", f["o"], f["k"])
+                fact_key = ("adj", f["o"])
                 own = (f["o"], fact_value(f))
                 if fact_key in self.seen:  # the same step again with a new value (a later round of resolution._adjust)
                     ready.extend((key, own) for key in self.m.by_fact.get(fact_key, ()) if self.missing[key] == 0)

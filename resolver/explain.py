@@ -89,13 +89,13 @@ class _Tree:
 
     def _node(self, f: FactUse, indent, branch, cont, width, where) -> list[str]:
         head = f"{indent}{branch}{self.style(f'{f.name:<{width}}', 'name')} = {_e(f'{show_value(f.value):<16}')} "
-        d = self.res.outcome.derivations.get(f.name) if f.source == "derived" else None
+        d = self.res.outcome.derivations.get(f.name) if f.source in ("derived", "computed") else None
         if d is None:
             return [head + _e(_origin(f))]
         if f.name in self.drawn:
             return [head + _e(f"derived: {self.drawn[f.name]}")]
         self.drawn[f.name] = f"see {where}"
-        line = head + f"derived by {self.style(str(d.rule), 'rule')}"
+        line = head + f"{'computed' if d.source == 'computed' else 'derived'} by {self.style(str(d.rule), 'rule')}"
         if not d.facts:
             return [line + " (none of its branches matched)"]
         return [line] + self.lines(d.facts, indent + cont, where)
@@ -207,7 +207,7 @@ def _root_cause(res, c) -> str:
     if kernel:
         return "the kernels available on " + res.request.platform.name + " (" + ", ".join(
             f"{f.name} = {show_value(f.value)}" for f in kernel) + ")"
-    given = [f for f in c.facts if f.source in ("platform", "model", "derived")] or list(c.facts)
+    given = [f for f in c.facts if f.source in ("platform", "model", "derived", "computed")] or list(c.facts)
     if not given:
         return f"the rule itself ({c.rule.id})"
     return "the target itself: " + ", ".join(f"{f.name} = {show_value(f.value)}" for f in given[:3])

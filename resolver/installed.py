@@ -68,16 +68,23 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name.strip()).lower()
 
 
+_SPELLINGS: list = [None, {}]  # [the adapter registry they were built from, its spellings]
+
+
 def _spellings() -> dict[str, str]:
-    """normalised spelling -> canonical package, for the built-in packages and third-party adapters' ones."""
-    out = {_norm(s): p.name for p in PACKAGES for s in (p.name, *p.aliases)}
+    """normalised spelling -> canonical package, for the built-in packages and third-party adapters' ones
+    (built once per adapter registry: every kernel verdict of a resolution asks; callers only read it)."""
     # imported here, not at import time: the adapters import this module
     from .adapters import registry
 
-    for adapter in registry().adapters:
-        if adapter.package:
-            out.setdefault(_norm(adapter.package), _norm(adapter.package))
-    return out
+    current = registry()
+    if _SPELLINGS[0] is not current:
+        out = {_norm(s): p.name for p in PACKAGES for s in (p.name, *p.aliases)}
+        for adapter in current.adapters:
+            if adapter.package:
+                out.setdefault(_norm(adapter.package), _norm(adapter.package))
+        _SPELLINGS[:] = [current, out]
+    return _SPELLINGS[1]
 
 
 def canonical_package(name: str) -> str | None:

@@ -17,11 +17,12 @@ from typing import Any
 import yaml
 
 from .conditions import Atom, Condition, ConditionError, parse_condition
+from .expressions import Expression, parse_expression
 from .errors import RuleFileErrors, RuleFileProblem
 from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .platforms import PLATFORM_FACTS
-from .rules import KERNEL_CONTEXT, Adjust, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
+from .rules import KERNEL_CONTEXT, Adjust, Compute, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
 from .safe_io import MAX_RULE_FILE_BYTES, UnreadableFile, checked_path, file_problem, read_text
 
 __all__ = ["REQUIRE_KNOWN_KERNELS", "default_rules_dir", "load_rules"]
@@ -257,12 +258,22 @@ class _Builder:
                 self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", col + exc.column, source)
             return None
 
+    def expression(self, file: str, rule: _Mapping, lines: list[str]) -> Expression | None:
+        text = rule["value"]
+        try:
+            return parse_expression(text)
+        except ConditionError as exc:
+            line, _ = rule.positions.get("value", (rule.line, None))
+            self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", exc.column, " ".join(str(text).split()))
+            return None
+
 
 def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack:
     b = _Builder(problems)
     seen: dict[str, RuleRef] = {}
     options: dict[str, Option] = {}
     facts: dict[str, Fact] = {}
+    computes: dict[str, Compute] = {}
     defaults: list[Default] = []
     adjusts: list[Adjust] = []
     conflicts: list[Conflict] = []
@@ -280,6 +291,11 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
                 b.problem(file, ref.line, f"option '{opt.name}' is declared twice (also {options[opt.name].ref})")
             options[opt.name] = opt
             continue
+        if kind == "compute":
+            value = b.expression(file, rule, lines)
+            if value is not None:
+                computes[rule["name"]] = Compute(ref, doc, rule["name"], value)
+            continue
         when = b.condition(file, rule, "when", lines)
         pending.append((ref, doc, when, rule))
     for ref, doc, when, rule in pending:
@@ -288,7 +304,14 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
     # user.<option>: the value the user typed, before any rule (null when not typed);
     # typed.<option>: the same, in the spelling typed (before a deprecated value is mapped)
     typed = {f"{prefix}.{o}" for o in options for prefix in ("user", "typed")}
-    known = set(options) | set(facts) | _INPUT_FACTS | typed | _kernel_facts(options)
+    known = set(options) | set(facts) | set(computes) | _INPUT_FACTS | typed | _kernel_facts(options)
+    for c in computes.values():
+        if c.name in options or c.name in facts or c.name in _INPUT_FACTS:
+            b.problem(c.ref.file, c.ref.line, f"compute '{c.name}' reuses the name of an option or fact")
+        for name in c.value.names:
+            if name not in known:
+                b.problem(c.ref.file, c.ref.line, f"rule {c.ref.id}: unknown fact or option '{name}' in 'value'"
+                                                  f"{_did_you_mean(name, known)}")
     for ref, doc, when, rule in pending:
         if when is None:
             continue
@@ -298,7 +321,7 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
                 b.problem(ref.file, rule.positions.get("when", (ref.line, 0))[0],
                           f"rule {ref.id}: unknown fact or option '{name}' in 'when'{_did_you_mean(name, known)}")
         if kind == "fact":
-            if rule["name"] in options or rule["name"] in _INPUT_FACTS:
+            if rule["name"] in options or rule["name"] in _INPUT_FACTS or rule["name"] in computes:
                 b.problem(ref.file, ref.line, f"fact '{rule['name']}' reuses the name of an option or input fact")
         elif kind == "default":
             for name, value in rule["set"].items():
@@ -311,7 +334,14 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
                 _check_value(b, ref, options, name, value, "set")
             defaults.append(Default(ref, doc, when, dict(rule["set"]), rule["priority"]))
         elif kind == "adjust":
-            _check_value(b, ref, options, rule["option"], rule["value"], "option")
+            if isinstance(rule["value"], dict):  # {from: other}
+                if rule["value"]["from"] not in known:
+                    b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact "
+                                                  f"'{rule['value']['from']}'")
+                if rule["option"] not in options:
+                    b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{rule['option']}'")
+            else:
+                _check_value(b, ref, options, rule["option"], rule["value"], "option")
             adjusts.append(Adjust(ref, doc, when, rule["option"], rule["value"], rule["order"],
                                   " ".join(rule["message"].split()), bool(rule.get("normalize", False))))
         elif kind == "conflict":
@@ -320,8 +350,8 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
         _check_template(b, c.ref, c.message, known | {"allowed", "option"})
     for a in adjusts:
         _check_template(b, a.ref, a.message, known | {"old", "new"})
-    levels = _dependency_levels(b, options, facts, defaults, adjusts)
-    return RulePack(directory, options, facts, tuple(defaults), tuple(adjusts), tuple(conflicts), levels)
+    levels = _dependency_levels(b, options, facts, computes, defaults, adjusts)
+    return RulePack(directory, options, facts, tuple(defaults), tuple(adjusts), tuple(conflicts), levels, computes)
 
 
 def _kernel_facts(options: dict[str, Option]) -> set[str]:
@@ -394,15 +424,19 @@ def _check_template(b: _Builder, ref: RuleRef, template: str, known: set[str]) -
             b.problem(ref.file, ref.line, f"rule {ref.id}: message placeholder '{{{f}}}' names no fact or option")
 
 
-def _dependency_levels(b: _Builder, options, facts, defaults, adjusts) -> tuple[tuple[str, ...], ...]:
-    """Options and derived facts in levels: each comes after everything its rules read."""
-    nodes = set(options) | set(facts)
+def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts) -> tuple[tuple[str, ...], ...]:
+    """Options, derived facts and computed values in levels: each comes after everything its rules read."""
+    nodes = set(options) | set(facts) | set(computes)
     deps: dict[str, dict[str, RuleRef]] = {n: {} for n in nodes}  # node -> {dependency: rule creating the edge}
     real = lambda n: kernel_option(n) or n  # noqa: E731 - a kernel fact is decided with its option
     for f in facts.values():
         for n in map(real, f.when.names()):
             if n in nodes:
                 deps[f.name].setdefault(n, f.ref)
+    for c in computes.values():
+        for n in map(real, c.value.names):
+            if n in nodes:
+                deps[c.name].setdefault(n, c.ref)
     for d in defaults:
         for target, value in d.set.items():
             reads = list(d.when.names()) + ([value["from"]] if isinstance(value, dict) else [])
@@ -410,7 +444,8 @@ def _dependency_levels(b: _Builder, options, facts, defaults, adjusts) -> tuple[
                 if n in nodes and target in deps:
                     deps[target].setdefault(n, d.ref)
     for a in adjusts:
-        for n in map(real, a.when.names()):
+        reads = list(a.when.names()) + ([a.value["from"]] if isinstance(a.value, dict) else [])
+        for n in map(real, reads):
             if n in nodes and n != a.option and a.option in deps:
                 deps[a.option].setdefault(n, a.ref)
     for o in options.values():

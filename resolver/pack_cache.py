@@ -36,12 +36,13 @@ from typing import Any
 from .compiler import _ANCHOR, CompiledBranch, CompiledPack
 from .conditions import Atom, Condition
 from .errors import InputError
-from .rules import Adjust, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
+from .expressions import parse_expression
+from .rules import Adjust, Compute, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
 from .safe_io import MAX_RULE_FILE_BYTES, read_text
 
 __all__ = ["cache_dir", "cached_pack", "from_data", "to_data"]
 
-_FORMAT = 4  # 2 was a pickle, 3 had one ruleset (no parts); entries of other formats are never read
+_FORMAT = 5  # 2 was a pickle, 3 had one ruleset (no parts), 4 no computed values; entries of other formats are never read
 _CODE = ("loader.py", "compiler.py", "conditions.py", "rules.py", "platforms.py", "model.py", "installed.py",
          "numbers.py", "engine_values.py", "pack_cache.py", "schema/rules.schema.json")
 _MAX_ENTRIES = 8  # one per rules directory and version in use; the shipped pack's entry is ~0.2 MB
@@ -212,6 +213,7 @@ def _pack_data(p: RulePack) -> dict[str, Any]:
                      o.value_aliases, list(o.unset_values), o.default, o.minimum, o.kernel_role]
                     for o in p.options.values()],
         "facts": [[_ref(f.ref), f.doc, f.name, _cond(f.when)] for f in p.facts.values()],
+        "computes": [[_ref(c.ref), c.doc, c.name, c.value.source] for c in p.computes.values()],
         "defaults": [[_ref(d.ref), d.doc, _cond(d.when), d.set, d.priority] for d in p.defaults],
         "adjusts": [[_ref(a.ref), a.doc, _cond(a.when), a.option, a.value, a.order, a.message, a.normalize]
                     for a in p.adjusts],
@@ -227,6 +229,7 @@ def _pack_of(d: dict[str, Any]) -> RulePack:
         options[name] = Option(_ref_of(ref), doc, name, flag, typ, help_, tuple(choices), tuple(aliases),
                                dict(value_aliases), tuple(unset), default, minimum, role)
     facts = {name: Fact(_ref_of(ref), doc, name, _cond_of(when)) for ref, doc, name, when in d["facts"]}
+    computes = {name: Compute(_ref_of(ref), doc, name, parse_expression(source)) for ref, doc, name, source in d["computes"]}
     defaults = tuple(Default(_ref_of(ref), doc, _cond_of(when), dict(set_), priority)
                      for ref, doc, when, set_, priority in d["defaults"])
     adjusts = tuple(Adjust(_ref_of(ref), doc, _cond_of(when), option, value, order, message, normalize)
@@ -235,7 +238,7 @@ def _pack_of(d: dict[str, Any]) -> RulePack:
                                tuple(FixHint(desc, dict(set_), tuple(unset)) for desc, set_, unset in hints), remedy)
                       for ref, doc, when, message, option, allowed, evidence, hints, remedy in d["conflicts"])
     levels = tuple(tuple(level) for level in d["levels"])
-    return RulePack(d["directory"], options, facts, defaults, adjusts, conflicts, levels)
+    return RulePack(d["directory"], options, facts, defaults, adjusts, conflicts, levels, computes)
 
 
 def _compiled_data(c: CompiledPack) -> dict[str, Any]:

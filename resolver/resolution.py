@@ -30,7 +30,7 @@ from .loader import REQUIRE_KNOWN_KERNELS, kernel_option
 from .model import MODEL_FACTS
 from .notices import Notice
 from .platforms import Platform
-from .rules import KERNEL_CONTEXT, Conflict, Default, Fact, RuleRef
+from .rules import KERNEL_CONTEXT, Adjust, Compute, Conflict, Default, Fact, RuleRef
 
 __all__ = [
     "Adjustment",
@@ -260,6 +260,8 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             for name in order(list(level)):
                 if name in pack.facts:
                     d = _decide_fact(pack.facts[name], compiled, firings, concerning.get(name, []), facts)
+                elif name in pack.computes:
+                    d = _compute(pack.computes[name], values, facts)
                 else:
                     d = _decide_option(name, compiled, firings, concerning.get(name, []), facts, request)
                     d = _adjust(d, compiled, session, facts, values, request, warnings, record, refused)
@@ -326,6 +328,13 @@ def _decide_fact(rule: Fact, compiled, firings, fired: list[str], facts) -> Deri
         read = firings[hits[0]]
         return Derivation(rule.name, True, "derived", rule.ref, rule.doc, tuple(facts[n] for n in _ordered(read)))
     return Derivation(rule.name, False, "derived", rule.ref, f"no branch of this rule matched: {rule.doc}")
+
+
+def _compute(rule: Compute, values: dict[str, Any], facts) -> Derivation:
+    """A computed value (P3: SGLang's arithmetic and cross-setting comparisons, worked out here and
+    asserted as a fact the engine tests against constants)."""
+    return Derivation(rule.name, rule.value.evaluate(values), "computed", rule.ref, rule.doc,
+                      tuple(facts[n] for n in _ordered(rule.value.names)))
 
 
 def _kernel_status(d: Derivation, role: str, request: Request, facts) -> tuple[str, str, str | None]:
@@ -415,44 +424,48 @@ def _adjust(d: Derivation, compiled, session, facts, values, request, warnings, 
     if not steps:
         return d
     current, done = d.value, []
-    # all the remaining steps are asserted at once with the current value: in the usual case none
-    # fires and the option costs one engine call, not one per step.  The first step that changes the
-    # value is applied; the steps after it saw a stale value, so they are asserted again with the new
-    # one (fresh ids, round ``r``), which is exactly what one call per step in order would decide.
+    # one "adj" fact per round carries the current value, and every step matches it: in the usual
+    # case none fires and the option costs one fact and one engine call.  The first step (in order)
+    # that changes the value is applied; the steps after it saw a stale value, so the next round
+    # asserts the new value (a fresh id) and reads only the steps after the applied one, which is
+    # exactly what one fact per step, in order, would decide.
     start, r = 0, 0
     while start < len(steps):
-        batch = session.assert_facts([{"id": f"a:{d.name}:{i}:{r}", "t": "adj", "o": d.name, "k": i,
-                                       **fact_fields(current, d.name)} for i in range(start, len(steps))])
+        batch = session.assert_facts([{"id": f"a:{d.name}:{r}", "t": "adj", "o": d.name,
+                                       **fact_fields(current, d.name)}])
         fired: dict[int, dict] = {}
         for key, read in sorted(batch, key=lambda kr: kr[0]):
-            i = _step_of(compiled.branches[key].rule, steps, start)
-            if i >= 0:
+            i = compiled.branches[key].adj_step
+            if i >= start:
                 fired.setdefault(i, read)
-        change = next((i for i in sorted(fired) if steps[i].value != current), None)
-        # record what fired up to the applied step: later steps are decided again in the next round
+        change = next((i for i in sorted(fired) if _target(steps[i], facts) != current), None)
+        # record what fired from this round's first step up to the applied one: the steps after
+        # it are decided again in the next round
         record([(key, read) for key, read in batch
-                if change is None or _step_of(compiled.branches[key].rule, steps, start) <= change])
+                if start <= compiled.branches[key].adj_step <= (len(steps) if change is None else change)])
         if change is None:
             break
         adj, read = steps[change], fired[change]
+        new = _target(adj, facts)
         start, r = change + 1, r + 1
+        reads = set(read) | ({adj.value["from"]} if isinstance(adj.value, dict) else set())
         used = tuple(FactUse(n, current, d.source, "the value before this adjustment") if n == d.name else facts[n]
-                     for n in _ordered(read))
+                     for n in _ordered(reads))
         msg_values = dict(values)
         msg_values[d.name] = current
-        message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(adj.value)})
+        message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(new)})
         if d.source == "user" and not adj.normalize:
             flag = request.flags.get(d.name, compiled.pack.options[d.name].flag)
-            wanted = f"{flag}={format_value(current)} would be changed to {format_value(adj.value)}"
+            wanted = f"{flag}={format_value(current)} would be changed to {format_value(new)}"
             if request.strict:
                 # --strict: the typed value stays, and the change the rule wants is a conflict
                 refused.append(ConflictReport(adj.ref, adj.doc, f"{wanted} ({message.rstrip('.')}); --strict refuses to change a "
-                                              f"value you typed.", (d.name,), used, (adj.value,), None))
+                                              f"value you typed.", (d.name,), used, (new,), None))
                 continue
-            warnings.append(Notice("adjusted", f"{flag}={format_value(current)} was changed to {format_value(adj.value)} "
+            warnings.append(Notice("adjusted", f"{flag}={format_value(current)} was changed to {format_value(new)} "
                                                f"by {adj.ref}: {message}"))
-        done.append(Adjustment(adj.ref, current, adj.value, message, adj.normalize, used))
-        current = adj.value
+        done.append(Adjustment(adj.ref, current, new, message, adj.normalize, used))
+        current = new
     if not done:
         return d
     last = [a for a in done if not a.normalize]
@@ -462,9 +475,9 @@ def _adjust(d: Derivation, compiled, session, facts, values, request, warnings, 
                       tuple(done))
 
 
-def _step_of(rule, steps, start: int) -> int:
-    """The index of an adjustment step among ``steps[start:]`` (other rules sort first: kept)."""
-    return next((j for j in range(start, len(steps)) if steps[j] is rule), -1)
+def _target(adj: Adjust, facts: dict[str, FactUse]) -> Any:
+    """The value an adjustment sets: its constant, or the value of the name it copies ({from: name})."""
+    return facts[adj.value["from"]].value if isinstance(adj.value, dict) else adj.value
 
 
 def _origin_typed(name: str, request: Request) -> str:
@@ -482,4 +495,6 @@ def _origin(d: Derivation, request: Request) -> str:
         return f"the option's declared default ({d.rule})"
     if d.source == "adjustment":
         return f"adjusted by {d.rule}"
+    if d.source == "computed":
+        return f"computed by {d.rule}"
     return f"default {d.rule}"

@@ -1,9 +1,10 @@
 """Rule objects: what one YAML entry means, with its file:line.
 
-Five kinds, each a frozen dataclass:
+Six kinds, each a frozen dataclass:
 
 * :class:`Option`   a launch option (a SGLang ``ServerArgs`` field): flag, type, choices, help;
 * :class:`Fact`     a derived boolean fact ("the model is DSA"), true when its ``when`` holds;
+* :class:`Compute`  a value worked out from others (``speculative_num_steps + 1``), see expressions.py;
 * :class:`Default`  candidate values for options, active when ``when`` holds, ranked by priority;
 * :class:`Adjust`   a change applied to an option's value after it is chosen, always reported;
 * :class:`Conflict` a condition that must not hold; optionally restricts one option to a set.
@@ -15,8 +16,9 @@ from functools import cached_property
 from typing import Any
 
 from .conditions import Atom, Condition
+from .expressions import Expression
 
-__all__ = ["RuleRef", "Option", "Fact", "Default", "Adjust", "Conflict", "FixHint", "RulePack", "KERNEL_CONTEXT"]
+__all__ = ["RuleRef", "Option", "Fact", "Compute", "Default", "Adjust", "Conflict", "FixHint", "RulePack", "KERNEL_CONTEXT"]
 
 #: what a kernel adapter's claim may be narrowed by (resolver/adapters/base.py Claim): an option with a
 #: kernel_role is decided after these, so its kernel facts never depend on the order facts arrive in
@@ -64,6 +66,14 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class Compute:
+    ref: RuleRef
+    doc: str
+    name: str
+    value: Expression
+
+
+@dataclass(frozen=True)
 class Default:
     ref: RuleRef
     doc: str
@@ -78,7 +88,7 @@ class Adjust:
     doc: str
     when: Condition
     option: str
-    value: Any
+    value: Any  # a constant, or {from: name} (the value of another option or fact)
     order: int
     message: str
     normalize: bool = False
@@ -115,14 +125,16 @@ class RulePack:
     defaults: tuple[Default, ...]
     adjusts: tuple[Adjust, ...]
     conflicts: tuple[Conflict, ...]
-    levels: tuple[tuple[str, ...], ...]  # options and derived facts, in dependency levels
+    levels: tuple[tuple[str, ...], ...]  # options, derived facts and computed values, in dependency levels
+    computes: dict[str, Compute] = field(default_factory=dict)
 
     @property
     def order(self) -> tuple[str, ...]:
         return tuple(n for level in self.levels for n in level)
 
     def _groups(self):
-        return (self.options.values(), self.facts.values(), self.defaults, self.adjusts, self.conflicts)
+        return (self.options.values(), self.facts.values(), self.computes.values(), self.defaults, self.adjusts,
+                self.conflicts)
 
     @cached_property
     def _by_id(self) -> dict:

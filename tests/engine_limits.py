@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolver import compiler
-from resolver.compiler import SINK, _patterns
+from resolver.compiler import SINK, SINK_RULE, _patterns
 from resolver.conditions import parse_condition
 from resolver.engine_values import constant
 from resolver.numbers import ENGINE_MAX_STRING_BYTES
@@ -87,14 +87,16 @@ def ruleset_of(whens: list[str]) -> dict:
     rules = {}
     for i, when in enumerate(whens):
         (atoms,) = parse_condition(when).branches
-        rules[f"r{i}#0"] = {"all": _patterns(atoms, None, None), "run": f"r{i}#0"}
-    rules[SINK] = {"all": [{"f": {"$or": [{"t": "val"}, {"t": "adj"}]}}], "run": SINK}
+        rules[f"r{i}#0"] = {"all": _patterns(atoms, None), "run": f"r{i}#0"}
+    rules[SINK] = SINK_RULE
     return rules
 
 
 def fact(name: str, value: Any) -> dict:
-    """A fact as resolver/resolution.py builds it, without the resolver's checks (probes go past them)."""
-    f: dict[str, Any] = {"id": f"v:{name}", "t": "val", "o": name}
+    """A fact as resolver/resolution.py builds it, without the resolver's checks (probes go past them),
+    flagged for the sink (``s``) as the matcher flags a fact no rule lets through: a probe's facts
+    walk the whole network, sink included, as the heaviest real fact does."""
+    f: dict[str, Any] = {"id": f"v:{name}", "t": "val", "o": name, "s": 1}
     if value is not None:
         f["v"] = constant(value)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -152,3 +152,64 @@ def test_missing_directory(tmp_path):
 
 def test_default_rules_dir_holds_the_shipped_files():
     assert os.path.exists(os.path.join(default_rules_dir(), "dsa.yaml"))
+
+
+def test_compute_rules_are_checked_and_ordered(rules_dir):
+    good = GOOD + """
+  - id: option.n
+    kind: option
+    doc: A number.
+    name: n
+    type: int
+    help: n.
+  - id: option.m
+    kind: option
+    doc: Another number.
+    name: m
+    type: int
+    help: m.
+  - id: compute.n-plus
+    kind: compute
+    doc: m + 1.
+    name: n_plus
+    value: m + 1
+  - id: adjust.n
+    kind: adjust
+    doc: copies.
+    when: n_plus > 3
+    option: n
+    value: {from: n_plus}
+    order: 1
+    message: n becomes {new}.
+"""
+    pack = load_rules(rules_dir({"a.yaml": good}))
+    assert pack.order.index("m") < pack.order.index("n_plus") < pack.order.index("n")
+    bad = GOOD + """
+  - id: compute.bad-name
+    kind: compute
+    doc: reads a typo.
+    name: c1
+    value: bb + 1
+  - id: compute.bad-syntax
+    kind: compute
+    doc: not arithmetic.
+    name: c2
+    value: b ** 2
+  - id: compute.clash
+    kind: compute
+    doc: an option's name.
+    name: a
+    value: "1"
+  - id: adjust.bad-from
+    kind: adjust
+    doc: copies a typo.
+    option: a
+    value: {from: zz}
+    order: 1
+    message: m.
+"""
+    text = str(_problems(rules_dir({"a.yaml": bad})))
+    assert "unknown fact or option 'bb' in 'value'" in text and "did you mean 'b'" in text
+    assert "unsupported expression 'b ** 2'" in text
+    assert "compute 'a' reuses the name of an option" in text
+    assert "'from' names unknown option or fact 'zz'" in text

@@ -1,0 +1,62 @@
+"""SGLang 0.5.23's own resolution time per launch: the baseline of ``bench.py --sglang``.
+
+Run by bench.py with the oracle's interpreter (a test tool beside the project, docs/parity.md;
+the project never imports it)::
+
+    ORACLE_PYTHON benchmarks/sglang_baseline.py ORACLE_DIR SPEC.json OUT.json
+
+SPEC is one oracle worker's spec (one machine: ``{"machine", "env", "cases": [[id, request], ...]}``)
+plus ``"repeat"``.  OUT gets ``{id: [seconds, ...]}``: for each run of each request, the time
+SGLang spends in ``ServerArgs.resolve_once()`` and ``check_server_args()``, its whole launch
+resolution, and nothing of the oracle's own work (writing the fixture checkpoint, reading the
+answer back).  The first run of a request is a warm-up and is not reported.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def main(oracle_dir: str, spec_path: str, out_path: str) -> int:
+    # the oracle's module boots its machine (the platform SGLang sees at import) from its argv
+    sys.argv = [os.path.join(oracle_dir, "full_pipeline.py"), "--worker", spec_path, os.devnull]
+    sys.path.insert(0, oracle_dir)
+    import full_pipeline as fp  # only in the oracle's interpreter
+
+    with open(spec_path, encoding="utf-8") as fh:
+        spec = json.load(fh)
+    fp.setup_machine_patches()
+    spent = [0.0]
+
+    def timed(method):
+        def run(self, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - start
+        return run
+
+    fp.ServerArgs.resolve_once = timed(fp.ServerArgs.resolve_once)
+    fp.ServerArgs.check_server_args = timed(fp.ServerArgs.check_server_args)
+    out: dict[str, list[float]] = {}
+    for key, request in spec["cases"]:
+        times = []
+        for _ in range(1 + spec["repeat"]):
+            spent[0] = 0.0
+            try:
+                fp._run_one(request)
+            except Exception:  # noqa: BLE001 - a harness failure: no time for this request
+                break
+            times.append(spent[0])
+        if len(times) == 1 + spec["repeat"]:
+            out[key] = times[1:]
+    with open(out_path, "w", encoding="utf-8") as fh:
+        json.dump(out, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))

@@ -1,0 +1,118 @@
+"""The ``value:`` language of ``compute`` rules: a value worked out from other values.
+
+SGLang computes some settings from others (draft tokens = steps + 1, NGRAM steps = draft
+tokens // breadth) and compares settings with each other (the corpus budget against the draft
+tokens).  durable-rules cannot compare two facts with ``<`` or ``!=`` safely (it crashes:
+docs/engine-limits.md), and case rules per constant only cover the constants someone wrote
+down.  A ``compute`` rule states the arithmetic once; the resolution evaluates it in Python as
+soon as the values it reads are decided, and asserts the result as a fact the engine matches
+with constant tests, like any other.
+
+Grammar (parsed with :mod:`ast`, never evaluated by Python): names, numbers, ``true`` /
+``false`` / ``null``, ``+ - * //``, unary ``-``, one comparison (``== != < <= > >=``),
+``and`` / ``or`` / ``not``, parentheses, and ``coalesce(a, b, ...)`` (the first value that is
+not null).  ``null`` propagates: arithmetic or a comparison with a null operand is null, as is
+``x // 0``; a boolean is not a number.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .conditions import ConditionError, _is_name, _literal, _literal_name, _name
+
+__all__ = ["Expression", "parse_expression"]
+
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge}
+_MAX_NODES = 200  # a value is a line of arithmetic, not a program
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed ``value:``: its text, the names it reads, and its checked syntax tree."""
+
+    source: str
+    names: tuple[str, ...]
+    tree: ast.expr = field(compare=False)  # the source decides equality (pack cache round trip)
+
+    def evaluate(self, values: dict[str, Any]) -> Any:
+        return _eval(self.tree, values)
+
+
+def parse_expression(text: str) -> Expression:
+    """Parse a ``value:``; raise :class:`~resolver.conditions.ConditionError` with a column on failure."""
+    text = " ".join(str(text).split())
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise ConditionError(f"invalid syntax in 'value': {exc.msg}", max((exc.offset or 1) - 1, 0)) from None
+    if sum(1 for _ in ast.walk(tree)) > _MAX_NODES:
+        raise ConditionError(f"'value' is longer than {_MAX_NODES} terms; split it into several compute rules")
+    names: dict[str, None] = {}
+    _check(tree, names)
+    return Expression(text, tuple(names), tree)
+
+
+def _check(node: ast.AST, names: dict[str, None]) -> None:
+    if _is_name(node):
+        names.setdefault(_name(node))
+    elif _literal_name(node) or isinstance(node, ast.Constant):
+        _literal(node)  # the same constants as ``when:`` (engine-exact numbers, no bytes)
+    elif isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+        _check(node.left, names)
+        _check(node.right, names)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+        _check(node.operand, names)
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+        _check(node.left, names)
+        _check(node.comparators[0], names)
+    elif isinstance(node, ast.BoolOp):
+        for v in node.values:
+            _check(v, names)
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "coalesce"
+          and node.args and not node.keywords):
+        for a in node.args:
+            _check(a, names)
+    else:
+        raise ConditionError(f"unsupported expression '{ast.unparse(node)}' in 'value'", getattr(node, "col_offset", 0))
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _eval(node: ast.AST, values: dict[str, Any]) -> Any:
+    if _is_name(node):
+        return values.get(_name(node))
+    if _literal_name(node) or isinstance(node, ast.Constant):
+        return _literal(node)
+    if isinstance(node, ast.BinOp):
+        a, b = _eval(node.left, values), _eval(node.right, values)
+        if not (_number(a) and _number(b)) or (isinstance(node.op, ast.FloorDiv) and b == 0):
+            return None
+        return _ARITH[type(node.op)](a, b)
+    if isinstance(node, ast.UnaryOp):
+        v = _eval(node.operand, values)
+        if isinstance(node.op, ast.Not):
+            return None if v is None else not v
+        return -v if _number(v) else None
+    if isinstance(node, ast.Compare):
+        a, b = _eval(node.left, values), _eval(node.comparators[0], values)
+        op = type(node.ops[0])
+        if a is None or b is None:
+            return None
+        if op in (ast.Eq, ast.NotEq):
+            same = a == b and isinstance(a, bool) == isinstance(b, bool)  # true is not 1 (conditions.py)
+            return same if op is ast.Eq else not same
+        return _COMPARE[op](a, b) if _number(a) and _number(b) else None
+    if isinstance(node, ast.BoolOp):
+        items = [_eval(v, values) for v in node.values]
+        if any(v is None for v in items):
+            return None
+        return all(items) if isinstance(node.op, ast.And) else any(items)
+    assert isinstance(node, ast.Call)  # coalesce: the only call _check lets through
+    return next((v for v in (_eval(a, values) for a in node.args) if v is not None), None)

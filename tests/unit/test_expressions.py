@@ -1,0 +1,47 @@
+"""The value: language of compute rules: arithmetic, comparisons, null propagation, refusals."""
+import pytest
+
+from resolver.conditions import ConditionError
+from resolver.expressions import parse_expression
+
+
+@pytest.mark.parametrize("text, values, expected", [
+    ("a + 1", {"a": 40}, 41),
+    ("coalesce(a, 12) // b", {"b": 5}, 2),
+    ("coalesce(a, 12) // b", {"a": 64, "b": 1}, 64),
+    ("a > b - 1", {"a": 40, "b": 40}, True),
+    ("a > b - 1", {"a": 39, "b": 40}, False),
+    ("a != b", {"a": 4, "b": 4}, False),
+    ("a != b", {"a": True, "b": 1}, True),  # a boolean is not a number, as in when:
+    ("-a * 2", {"a": 3}, -6),
+    ("not (a < 2) and b", {"a": 3, "b": True}, True),
+])
+def test_values(text, values, expected):
+    assert parse_expression(text).evaluate(values) == expected
+
+
+@pytest.mark.parametrize("text, values", [
+    ("a + 1", {}),                  # an unset operand
+    ("a < b", {"a": 1}),            # a comparison with null
+    ("a // b", {"a": 1, "b": 0}),   # no number
+    ("a + 1", {"a": "x"}),          # not a number
+    ("a + 1", {"a": True}),
+    ("a and b", {"a": True}),
+])
+def test_null_propagates(text, values):
+    assert parse_expression(text).evaluate(values) is None
+
+
+def test_names_are_listed_in_order():
+    assert parse_expression("coalesce(user.x, 12) // y.z + x").names == ("user.x", "y.z", "x")
+
+
+@pytest.mark.parametrize("text", ["a ** 2", "f(a)", "a.b()", "[a]", "a if b else c", "1 < a < 3", "a / 2",
+                                  "coalesce()", "'x' + 1e999"])
+def test_refused(text):
+    with pytest.raises(ConditionError):
+        parse_expression(text)
+
+
+def test_equality_is_by_source():
+    assert parse_expression("a + 1") == parse_expression("a  +  1")

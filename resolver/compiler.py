@@ -42,11 +42,13 @@ __all__ = ["SINK", "SINK_RULE", "CompiledBranch", "CompiledPack", "EngineNetwork
            "fact_keys", "part_ruleset"]
 
 SINK = "_sink"
-#: P7: a fact that no rule's tests let through is refused, so a sink rule takes such facts.  Only
-#: facts flagged ``"s": 1`` reach it (the matcher flags those that no branch of the part lets
-#: through: resolver.engine.Screens): every firing costs durable-rules' Python action machinery,
-#: and a sink taking every fact made about a third of a resolution.  A sink with a second pattern
-#: that never completes (taking facts without firing) crashed delete_state on random packs.
+#: P7: durable-rules refuses a fact that no rule's tests let through.  The matcher asserts into a
+#: part only facts some branch of it lets through (resolver.engine), so in a resolution nothing
+#: reaches the sink; it takes facts flagged ``"s": 1`` (the limit probes of tests/engine_limits.py
+#: walk the whole network with them).  A sink taking every fact fired once per fact, and each
+#: firing went through durable-rules' Python action machinery: about a third of a resolution.
+#: (A sink whose second pattern never completes took facts without firing, but crashed
+#: delete_state on random packs.)
 SINK_RULE = {"all": [{"f": {"$and": [{"$or": [{"t": "val"}, {"t": "adj"}]}, {"s": 1}]}}], "run": SINK}
 _ANCHOR = Atom("platform.name", "ne", None, False)  # always true: every resolution has a platform
 _OTHER = "s:\x00other"  # in the limit check: a fact string that no rule names

@@ -87,8 +87,9 @@ def _fact_key(fact: dict) -> tuple:
 
 def _screens(compiled: CompiledPack, part: tuple[str, ...]) -> dict[tuple, tuple[tuple[Atom, ...], ...] | None]:
     """Per engine fact of one part: the constant tests of each pattern on it, or None when some
-    pattern has none (every such fact is taken).  durable-rules refuses a fact that no pattern's
-    tests let through (P7); those, and only those, are flagged for the part's sink."""
+    pattern has none (every such fact is taken).  A fact that no pattern's tests let through can
+    never take part in a match (facts are never changed or retracted), and durable-rules would
+    refuse it (P7), or make its sink fire for it: such a fact is not asserted into that part."""
     out: dict[tuple, list[tuple[Atom, ...]] | None] = {}
     for key in part:
         b = compiled.branches[key]
@@ -145,7 +146,7 @@ class DurableMatcher:
             self._host.set_rulesets(json.loads(json.dumps(rulesets)))
 
     def _taken(self, part: int, key: tuple, fact: dict) -> bool:
-        """Whether some branch of ``part`` takes ``fact`` (else it is flagged for the sink).  Memoised by
+        """Whether some branch of ``part`` lets ``fact`` through its tests (else it is not asserted).  Memoised by
         the engine's own spelling of the value (type-tagged, so 1 and true differ): the same values recur."""
         memo = (part, key, fact.get("v"))
         taken = self._verdicts.get(memo)
@@ -221,13 +222,16 @@ class _DurableSession:
             key = _fact_key(f)
             payload = dict(f, sid=self.sid)  # the engine only serialises it: one copy serves most parts
             for i in self.m._route.get(key, ()):
-                if not self.m._taken(i, key, f):
-                    batches.setdefault(i, []).append(dict(payload, s=1))  # for the sink: no branch takes it
-                else:
+                if self.m._taken(i, key, f):  # else no branch of the part can ever match it: not asserted
                     batches.setdefault(i, []).append(payload)
         for i in sorted(batches):  # parts in a fixed order: the same facts always make the same calls
             name = self.m._rulesets[i]
-            self.asserted.setdefault(name, 0)
+            if name not in self.asserted:
+                # delete_state corrupts the heap for a sid that holds facts but never ran an action
+                # (reproduced: 2.0.28, a waiting partial match and no firing): the first call of a
+                # session into a part also gives the sink one fact, so one action always runs
+                self.asserted[name] = 0
+                batches[i].insert(0, {"id": "open", "sid": self.sid, "t": "val", "o": "", "s": 1})
             try:
                 state = self.m._host.assert_facts(name, batches[i])
             except Exception as exc:

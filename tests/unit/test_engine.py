@@ -1,6 +1,7 @@
 """The engine: durable-rules does the matching, safely, and agrees with the reference matcher."""
 import copy
 import json
+import os
 import threading
 from dataclasses import replace
 
@@ -16,7 +17,7 @@ from resolver.model import model_facts
 from resolver.platforms import find_platform
 from resolver.resolution import Request, run
 
-from ..conftest import SEED_ARGS
+from ..conftest import ROOT, SEED_ARGS
 
 
 def _request(args, platform="h100", arch="DeepseekV32ForCausalLM"):
@@ -150,3 +151,47 @@ def test_encoded_values_are_equal_exactly_when_the_resolver_says_so():
         fact_fields("\udcff", "x")
     with pytest.raises(InputError, match="outside what the resolver handles"):
         fact_fields(1e-05, "x")
+
+
+WAITING = """schema: resolver/1
+rules:
+  - id: option.a
+    kind: option
+    doc: An option.
+    name: a
+    type: str
+    help: Option a.
+  - id: conflict.two-facts
+    kind: conflict
+    doc: Reads two facts; with a unset, the platform fact waits for a partner that never comes.
+    when: platform.major != 10 and a == "b"
+    message: m
+"""
+
+
+def test_sessions_where_nothing_fires_are_deleted_safely(rules_dir, tmp_path):
+    """durable-rules 2.0.28 corrupts its heap when delete_state meets a sid that holds a waiting partial
+    match but never ran an action: the matcher's opening fact makes the sink run once per session.  In a
+    subprocess, since the failure is an abort; before the fix this crashed within a few sessions."""
+    import subprocess
+    import sys
+
+    d = rules_dir({"a.yaml": WAITING})
+    script = tmp_path / "sessions.py"
+    script.write_text(f"""
+from resolver.compiler import compile_pack
+from resolver.engine import DurableMatcher
+from resolver.loader import load_rules
+from resolver.model import model_facts
+from resolver.platforms import find_platform
+from resolver.resolution import Request, run
+compiled = compile_pack(load_rules({d!r}))
+matchers = [DurableMatcher(compiled) for _ in range(50)]
+for platform in ("gfx942", "sm80", "sm90") * 4:
+    for m in matchers:
+        assert not run(compiled, m, Request(find_platform(platform), "t", model_facts(arch=None), {{}})).conflicts
+print("ok")
+""")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert (proc.returncode, proc.stdout.strip()) == (0, "ok"), proc.stderr[-2000:]

@@ -5,11 +5,13 @@ the matching; this module only schedules what is asserted and decides among the 
 the engine produced, which durable-rules cannot do safely itself (reference P5):
 
 1. assert the input facts (platform, model);
-2. for each dependency level of the pack (options and derived facts whose rules read only
-   earlier levels): decide each name's value (a derived fact holds if one of its rules
-   fired; an option keeps the user's value, else takes the highest-priority default that
-   fired, else its declared default), run its adjustments in order (each one an ``adj``
-   fact the engine matches), then assert the level's values, which fires the next rules;
+2. for each dependency level of the pack (options, derived facts and computed values whose
+   rules read only earlier levels): decide each name's value (a derived fact holds if one of
+   its rules fired; a computed value is worked out from the values it reads; an option keeps
+   the user's value, else takes the highest-priority default that fired, else its declared
+   default), run its adjustments in order (an ``adj`` fact with the current value, which the
+   engine matches against every step), then assert the level's values, which fires the next
+   rules;
 3. every conflict rule that fired is a conflict.
 
 Because every value is asserted once and every decision sorts its candidates, neither the

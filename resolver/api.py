@@ -18,6 +18,7 @@ from .adapters import registry as kernel_registry
 from .adapters.registry import WARNING_PLUGIN
 from .compiler import CompiledPack, compile_pack
 from .engine import DurableMatcher, ReferenceMatcher
+from .draft import GEMMA4_ASSISTANTS, draft_facts, find_draft
 from .errors import ConflictError, InputError
 from .fixes import attach_fixes, platforms_that_resolve
 from .installed import installed_facts
@@ -170,8 +171,10 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     flags: dict[str, str] | None = None, notes: tuple[str, ...] = (),
                     platform_source: str | None = None, fixes: bool = True,
                     installed: dict[str, bool] | None = None, strict: bool = False,
-                    check_installed: bool = False, require_known_kernels: bool = False) -> Resolution:
-    """Resolve without raising on conflicts (the CLI and batch mode use this)."""
+                    check_installed: bool = False, require_known_kernels: bool = False,
+                    draft_model: dict | None = None) -> Resolution:
+    """Resolve without raising on conflicts (the CLI and batch mode use this).  ``draft_model`` is the
+    draft checkpoint's config.json; without it, ``--speculative-draft-model-path`` is looked up."""
     plat, source = _platform(platform)
     # the local machine's packages count when resolving for the local GPU, or when asked
     kernels = kernel_registry()
@@ -193,9 +196,13 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
         model = load_model_config(model)
     facts = _model(model, model_arch, unchecked.get("model_path"))
     engine.check_architecture(facts)
+    if draft_model is not None:
+        draft = draft_facts(draft_model, "the draft config given")
+    else:
+        draft = draft_facts(*find_draft(typed.get("speculative_draft_model_path")))
     request = Request(plat, platform_source or source, facts, typed, dict(flags or {}),
                       installed_facts(installed, probed), spelled, bool(strict), kernels, unchecked,
-                      require_known_kernels=bool(require_known_kernels))
+                      require_known_kernels=bool(require_known_kernels), draft=draft)
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
     # no change of options helps: say where the same launch would resolve
@@ -205,7 +212,8 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     # result they could change, so a verdict never silently rests on a missing adapter
     kernel_notices = tuple(Notice("plugin" if w.startswith(WARNING_PLUGIN) else "probe", w) for w in kernels.warnings())
     return Resolution(engine, request, outcome, conflicts,
-                      (*deprecations, *_architecture_notices(engine, facts), *kernel_notices), elsewhere)
+                      (*deprecations, *_architecture_notices(engine, facts), *_draft_notices(outcome, draft),
+                       *kernel_notices), elsewhere)
 
 
 def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[str, tuple[Any, str]]:
@@ -225,6 +233,16 @@ def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[
     if isinstance(model_path, str):  # SGLang copies it into other fields (an MTP draft is the target itself)
         facts["model.path"] = (model_path, "--model-path")
     return facts
+
+
+def _draft_notices(outcome: Outcome, draft: dict[str, tuple[Any, str]]) -> tuple[Notice, ...]:
+    """What the rules do not model about this draft: say so, never resolve it silently."""
+    arch = draft.get("draft.architecture", (None, ""))[0]
+    if arch in GEMMA4_ASSISTANTS and outcome.values.get("speculative_algorithm") == "EAGLE":
+        return (Notice("not-modelled", f"SGLang 0.5.23 runs a {arch} draft as Frozen-KV MTP "
+                                       "(speculative_algorithm FROZEN_KV_MTP), which these rules do not model: the "
+                                       "speculative settings shown are EAGLE's and were not checked for it"),)
+    return ()
 
 
 def _describe(found) -> str:
@@ -250,7 +268,8 @@ def _architecture_notices(engine: Engine, facts: dict) -> tuple[Notice, ...]:
 
 def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, model: dict | str | None = None,
             model_arch: str | None = None, rules: str | None = None, installed: dict[str, bool] | None = None,
-            strict: bool = False, check_installed: bool = False, require_known_kernels: bool = False) -> Resolution:
+            strict: bool = False, check_installed: bool = False, require_known_kernels: bool = False,
+            draft_model: dict | None = None) -> Resolution:
     """Resolve a launch configuration.
 
     :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
@@ -263,13 +282,15 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     :param check_installed: count this machine's kernel packages (always so with ``platform="auto"``).
     :param require_known_kernels: a chosen backend whose kernel no adapter vouches for on the platform is
         a conflict (for CI gates), not a ``kernel-unknown`` warning.
+    :param draft_model: the speculative draft checkpoint's config.json as a dict (default: looked up from
+        ``speculative_draft_model_path`` like a model path, offline).
     :returns: the :class:`Resolution`.
     :raises ConflictError: the configuration conflicts (a ``ValueError``; ``.conflicts`` has them all).
     :raises ResolverError: any other expected failure (bad input, broken rule files).
     """
     res = resolve_request(get_engine(rules), platform=platform, args=args, model=model, model_arch=model_arch,
                           installed=installed, strict=strict, check_installed=check_installed,
-                          require_known_kernels=require_known_kernels)
+                          require_known_kernels=require_known_kernels, draft_model=draft_model)
     if res.conflicts:
         raise ConflictError(res)
     return res

@@ -27,8 +27,9 @@ __all__ = ["REQUEST_KEYS", "run_batch", "resolve_line"]
 
 #: the keys of a batch request (also read by resolve diff --requests): the contract's, plus the
 #: oracle's request format (SGLang's own resolution run as a test tool), so any of its cases can be
-#: fed unchanged: ``model_path``, ``model_files``, ``draft_model``, ``platform_overrides``, ``env``
-#: and the labels ``model_name``, ``draft_model_name``, ``recipe`` (which change nothing)
+#: fed unchanged: ``model_path``, ``model_files``, ``draft_model`` (the draft's config.json, read for
+#: the draft facts: resolver/draft.py), ``platform_overrides``, ``env`` and the labels
+#: ``model_name``, ``draft_model_name``, ``recipe`` (which change nothing)
 REQUEST_KEYS = _KEYS = frozenset({"id", "platform", "model", "model_arch", "model_path", "args", "installed",
                                   "strict", "model_files", "draft_model", "model_name", "draft_model_name", "recipe",
                                   "platform_overrides", "env", "require_known_kernels"})
@@ -83,6 +84,8 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
             raise ResolverError("'strict' must be true or false")
         if req.get("model") is not None and not isinstance(req["model"], dict):
             raise ResolverError("'model' must be an object of config.json fields")
+        if req.get("draft_model") is not None and not isinstance(req["draft_model"], dict):
+            raise ResolverError("'draft_model' must be an object of the draft's config.json fields")
         if not isinstance(req.get("require_known_kernels", False), bool):
             raise ResolverError("'require_known_kernels' must be true or false")
         if not isinstance(req.get("env") or {}, dict):
@@ -93,7 +96,8 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
         res = resolve_request(engine, platform=req["platform"], args=args, model=req.get("model"),
                               model_arch=req.get("model_arch"), installed=_installed(req),
                               strict=bool(req.get("strict", strict)), fixes=fixes,
-                              require_known_kernels=req.get("require_known_kernels", require_known_kernels))
+                              require_known_kernels=req.get("require_known_kernels", require_known_kernels),
+                              draft_model=req.get("draft_model"))
         return {"id": rid, **to_json_dict(res)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}

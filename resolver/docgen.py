@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from .catalogue import catalogue
 from .loader import load_rules
 from .rules import RulePack
 
@@ -33,8 +34,12 @@ def options_markdown(pack: RulePack) -> str:
         "| option (JSON key) | flag | type | values | default | meaning |",
         "|---|---|---|---|---|---|",
     ]
+    cat = catalogue()
     for opt in sorted(pack.options.values(), key=lambda o: o.name):
         flag = f"`{opt.flag}`" + "".join(f"<br>`{a}` (deprecated)" for a in opt.aliases)
+        action = cat.by_dest.get(opt.name)
+        if action is not None and action.kind == "bool_optional":  # SGLang's --no-x twin sets false
+            flag += "".join(f"<br>`{f}`" for f in action.flags if f.startswith("--no-"))
         values = ", ".join(f"`{c}`" for c in opt.choices) if opt.choices else (
             f"≥ {opt.minimum:g}" if opt.minimum is not None else "any")
         if opt.value_aliases:

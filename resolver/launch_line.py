@@ -9,7 +9,7 @@ from typing import Any
 from .catalogue import catalogue
 from .options import to_argv
 
-__all__ = ["LAUNCHER", "launch_argv", "typed_after_fix", "shell_line"]
+__all__ = ["LAUNCHER", "copied_from_checkpoint", "launch_argv", "typed_after_fix", "shell_line"]
 
 #: how SGLang 0.5.23 starts a server
 LAUNCHER = ("python", "-m", "sglang.launch_server")
@@ -20,13 +20,27 @@ def _typed(res) -> dict[str, Any]:
     return {**res.request.unchecked, **res.request.args}
 
 
+def copied_from_checkpoint(res, name: str) -> bool:
+    """Whether ``name`` holds a copy of a checkpoint fact (``{from: model.*}``: the quantization a
+    model takes from its config.json, an MTP draft that is the target's --model-path).  SGLang
+    derives such a value itself; typed, it would read as the user's choice (a typed --quantization
+    also quantizes the draft model)."""
+    d = res.derivations[name]
+    rule = res.engine.pack.rule(d.rule.id) if d.source == "default" and d.rule is not None else None
+    proposed = getattr(rule, "set", {}).get(name)
+    return isinstance(proposed, dict) and str(proposed.get("from", "")).startswith("model.")
+
+
 def launch_argv(res) -> tuple[str, ...]:
     """The user's flags plus every resolved value that differs from SGLang's default, so SGLang
-    given this line decides nothing differently from the resolver."""
+    given this line decides nothing differently from the resolver (a value SGLang copies from the
+    checkpoint itself is left to it: see :func:`copied_from_checkpoint`)."""
     cat = catalogue()
     typed = _typed(res)
     chosen = {}
     for name, value in res.values.items():
+        if name not in typed and name in res.derivations and copied_from_checkpoint(res, name):
+            continue
         if name in typed or (name in cat.by_dest and value != cat.default(name)):
             chosen[name] = value
     return to_argv(res.engine.pack, chosen)

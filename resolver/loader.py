@@ -19,6 +19,7 @@ import yaml
 from .conditions import Atom, Condition, ConditionError, parse_condition
 from .expressions import Expression, parse_expression
 from .errors import RuleFileErrors, RuleFileProblem
+from .draft import DRAFT_FACTS
 from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .platforms import PLATFORM_FACTS
@@ -37,7 +38,7 @@ def _validator():
 
 #: what the request itself asks of the resolution, as an input fact the rules read (resolution.run asserts it)
 REQUIRE_KNOWN_KERNELS = "request.require_known_kernels"  # --require-known-kernels (rules/kernels.yaml)
-_INPUT_FACTS = set(PLATFORM_FACTS) | set(MODEL_FACTS) | set(INSTALLED_FACTS) | {REQUIRE_KNOWN_KERNELS}
+_INPUT_FACTS = set(PLATFORM_FACTS) | set(MODEL_FACTS) | set(DRAFT_FACTS) | set(INSTALLED_FACTS) | {REQUIRE_KNOWN_KERNELS}
 
 
 def default_rules_dir() -> str:

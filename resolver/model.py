@@ -32,7 +32,21 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
     "model.path": ("--model-path", "the --model-path as given (SGLang's model_path)"),
     "model.asymmetric_kv": ("head_dim, v_head_dim", "key and value head dimensions differ (both given and unequal)"),
     # read by SGLang 0.5.23's per-model overrides (rules/model_overrides*.yaml)
-    "model.quant_method": ("quantization_config.quant_method", "checkpoint quantization method (fp8, mxfp4, modelopt, ...)"),
+    "model.quant_method": ("quantization_config.quant_method",
+                           "checkpoint quantization method as SGLang's ModelConfig names it (fp8, mxfp4, "
+                           "compressed-tensors, ...); a ModelOpt checkpoint (quant_method modelopt, or none) is named "
+                           "by its quant_algo: modelopt_fp4, modelopt_fp8, modelopt_mixed, w4afp8 or mxfp8"),
+    "model.quant_algo": ("quantization_config.quant_algo", "ModelOpt quantization algorithm (NVFP4, FP8, MIXED_PRECISION, ...)"),
+    "model.routed_experts_quant_method": ("quantization_config.routed_experts_quant_method",
+                                          "format of the routed experts in a mixed checkpoint (mxfp4)"),
+    "model.nvfp4_moe_meta": ("quantization_config.quant_algo, moe_quant_algo, group_size",
+                             "a hybrid FP8 + NVFP4-experts checkpoint (MIXED_PRECISION with moe_quant_algo NVFP4 "
+                             "and a group_size; SGLang's ModelConfig.nvfp4_moe_meta)"),
+    "model.moe_w4a16_nvfp4": ("quantization_config.quantized_layers",
+                              "a ModelOpt mixed-precision checkpoint stores an .experts layer as W4A16_NVFP4"),
+    "model.int4_group32": ("quantization_config.config_groups.group_0.weights",
+                           "compressed-tensors group_0 weights are 4-bit integers in groups of 32 (the Kimi K2 "
+                           "Thinking / K2.5 int4 recipe)"),
     "model.hidden_act": ("hidden_act", "MLP activation"),
     "model.sliding_window": ("sliding_window", "sliding-window attention width"),
     "model.sliding_window_pattern": ("sliding_window_pattern", "interleaved sliding-window pattern (Exaone 4)"),
@@ -45,7 +59,8 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
     "model.has_sliding_layers": ("layer_types", "layer_types lists a sliding_attention layer (gpt-oss, Gemma)"),
 }
 _COMPUTED = {"model.architecture", "model.from_arch_only", "model.path", "model.asymmetric_kv", "model.num_experts",
-             "model.has_mamba_layers", "model.has_sliding_layers"}
+             "model.has_mamba_layers", "model.has_sliding_layers", "model.quant_method", "model.quant_algo",
+             "model.routed_experts_quant_method", "model.nvfp4_moe_meta", "model.moe_w4a16_nvfp4", "model.int4_group32"}
 
 #: facts only the per-model overrides read: a config that gives them another shape is not refused
 _OVERRIDE_FACTS = {"model.quant_method", "model.hidden_act", "model.sliding_window", "model.sliding_window_pattern",
@@ -145,7 +160,73 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
             layers = []
         facts["model.has_mamba_layers"] = ("mamba" in layers, f"{source} {where}")
         facts["model.has_sliding_layers"] = ("sliding_attention" in layers, f"{source} {where}")
+    facts.update(_quantization_facts(config, source))
     head, v_head = ((_field(config, f) or (None,))[0] for f in ("head_dim", "v_head_dim"))
     facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,
                                     f"{source} head_dim vs v_head_dim")
+    return facts
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _modelopt_method(inner: dict[str, Any]) -> str | None:
+    """The method SGLang 0.5.23's ModelConfig names a ModelOpt checkpoint by, from its quant_algo
+    (configs/model_config.py _parse_modelopt_quant_config), or None when it names none."""
+    algo = _text(inner.get("quant_algo"))
+    if algo == "MIXED_PRECISION":
+        layers = inner.get("quantized_layers")
+        nvfp4 = isinstance(layers, dict) and any(
+            isinstance(info, dict) and str(info.get("quant_algo", "")).upper() in ("NVFP4", "W4A16_NVFP4")
+            for info in layers.values())
+        return "modelopt_mixed" if nvfp4 else "w4afp8"
+    if algo is not None and ("FP4" in algo or "NVFP4" in algo):
+        return "modelopt_fp4"
+    return {"FP8": "modelopt_fp8", "MXFP8": "mxfp8"}.get(algo or "")
+
+
+def _quantization_facts(config: dict[str, Any], source: str) -> dict[str, tuple[Any, str]]:
+    """The facts of ``quantization_config`` SGLang's MoE overrides read.  A shape they do not read
+    (not an object, a list where a name is expected) leaves the fact unknown rather than refusing
+    the config: only those overrides would read it."""
+    found = _field(config, "quantization_config")
+    if found is None or not isinstance(found[0], dict):
+        return {}
+    qc, where = found
+    facts: dict[str, tuple[Any, str]] = {}
+    # ModelOpt's hf_quant_config layout nests the fields under "quantization" (unwrap_modelopt_quantization_config)
+    inner = qc.get("quantization", qc)
+    inner = inner.get("quantization", inner) if isinstance(inner, dict) else {}
+    inner = inner if isinstance(inner, dict) else {}
+    method = qc.get("quant_method")
+    if method is None or method == "modelopt":
+        # SGLang names a ModelOpt checkpoint by its algorithm, in the config the overrides then read
+        named = _modelopt_method(inner)
+        if named is not None:
+            facts["model.quant_method"] = (named, f"{source} {where}.quant_algo {inner.get('quant_algo')} "
+                                                  f"(a ModelOpt checkpoint: SGLang names it {named})")
+    if "model.quant_method" not in facts and _text(method) is not None:
+        facts["model.quant_method"] = (method, f"{source} {where}.quant_method")
+    if _text(inner.get("quant_algo")) is not None:
+        facts["model.quant_algo"] = (inner["quant_algo"], f"{source} {where}.quant_algo")
+    if _text(qc.get("routed_experts_quant_method")) is not None:
+        facts["model.routed_experts_quant_method"] = (qc["routed_experts_quant_method"],
+                                                      f"{source} {where}.routed_experts_quant_method")
+    facts["model.nvfp4_moe_meta"] = (
+        str(qc.get("quant_algo", "")).upper() == "MIXED_PRECISION" and str(qc.get("moe_quant_algo", "")).upper() == "NVFP4"
+        and qc.get("group_size") is not None, f"{source} {where}.quant_algo, moe_quant_algo, group_size")
+    layers = qc.get("quantized_layers")
+    facts["model.moe_w4a16_nvfp4"] = (
+        isinstance(layers, dict) and any(".experts" in name and isinstance(info, dict)
+                                         and str(info.get("quant_algo", "")).upper() == "W4A16_NVFP4"
+                                         for name, info in layers.items()),
+        f"{source} {where}.quantized_layers")
+    groups = qc.get("config_groups")
+    group0 = groups.get("group_0") if isinstance(groups, dict) else None
+    weights = group0.get("weights") if isinstance(group0, dict) else None
+    weights = weights if isinstance(weights, dict) else {}
+    facts["model.int4_group32"] = (
+        weights.get("num_bits") == 4 and weights.get("group_size") == 32 and weights.get("strategy") == "group"
+        and weights.get("type") == "int", f"{source} {where}.config_groups.group_0.weights")
     return facts

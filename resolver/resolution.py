@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import Any
 
 from .compiler import CompiledPack
+from .draft import DRAFT_FACTS
 from .engine_values import fact_fields
 from .errors import AmbiguousDefaultError
 from .installed import absent_packages
@@ -64,6 +65,7 @@ class Request:
     kernels: Any = None  # the kernel adapters' registry (what runs where); None: every kernel is unknown
     unchecked: dict[str, Any] = field(default_factory=dict)  # SGLang fields no rule reads, carried through
     require_known_kernels: bool = False  # an unknown kernel verdict on a chosen backend is a conflict (rules/kernels.yaml)
+    draft: dict[str, tuple[Any, str]] = field(default_factory=dict)  # draft fact -> (value, origin): resolver/draft.py
 
     @cached_property
     def absent(self) -> dict[str, str]:
@@ -235,6 +237,11 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             value, origin = request.model.get(name, (None, absent))
             facts[name] = FactUse(name, value, "model", origin)
             inputs.append(fact(name, value))
+        for name in sorted(DRAFT_FACTS):  # the draft checkpoint's config, when there is one
+            value, origin = request.draft.get(name, (None, "no draft config"))
+            facts[name] = FactUse(name, value, "model", origin)
+            if name in compiled.reads:
+                inputs.append(fact(name, value))
         for name, (value, origin) in sorted(request.installed.items()):
             facts[name] = FactUse(name, value, "installed", origin)
             if name in compiled.reads:  # one fact per known package: the engine gets those a rule reads
@@ -458,13 +465,13 @@ def _adjust(d: Derivation, compiled, session, facts, values, request, warnings, 
         message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(new)})
         if d.source == "user" and not adj.normalize:
             flag = request.flags.get(d.name, compiled.pack.options[d.name].flag)
-            wanted = f"{flag}={format_value(current)} would be changed to {format_value(new)}"
+            wanted = f"{_as_typed(flag, current)} would be changed to {format_value(new)}"
             if request.strict:
                 # --strict: the typed value stays, and the change the rule wants is a conflict
                 refused.append(ConflictReport(adj.ref, adj.doc, f"{wanted} ({message.rstrip('.')}); --strict refuses to change a "
                                               f"value you typed.", (d.name,), used, (new,), None))
                 continue
-            warnings.append(Notice("adjusted", f"{flag}={format_value(current)} was changed to {format_value(new)} "
+            warnings.append(Notice("adjusted", f"{_as_typed(flag, current)} was changed to {format_value(new)} "
                                                f"by {adj.ref}: {message}"))
         done.append(Adjustment(adj.ref, current, new, message, adj.normalize, used))
         current = new
@@ -475,6 +482,13 @@ def _adjust(d: Derivation, compiled, session, facts, values, request, warnings, 
     doc = compiled.pack.rule(last[-1].rule.id).doc if last else d.doc
     return Derivation(d.name, current, source, (last[-1].rule if last else d.rule), doc, d.facts, d.candidates,
                       tuple(done))
+
+
+def _as_typed(flag: str, value: Any) -> str:
+    """A typed flag and value as the user wrote them: a switch alone (``--no-enable-tf32-matmul``)."""
+    if isinstance(value, bool) and value == (not flag.startswith("--no-")):
+        return flag
+    return f"{flag}={format_value(value)}"
 
 
 def _target(adj: Adjust, facts: dict[str, FactUse]) -> Any:

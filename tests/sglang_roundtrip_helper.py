@@ -77,6 +77,12 @@ CASES: list[tuple[str, Machine, str, str, str | None]] = [
     ("llama-h100-deterministic", H100, "llama31_8b", "--enable-deterministic-inference", None),
     ("qwen3-dense-h100-tp2", H100, "qwen3_dense", "--tp 2 --enable-mixed-chunk", None),
     ("qwen3-moe-b200-dp-attn", B200, "qwen3_moe", "--tp 8 --dp 8 --enable-dp-attention", None),
+    # the MoE runner and quantization (rules/moe.yaml): a quantization taken from the checkpoint, "unquant",
+    # a typed runner, both TF32 spellings
+    ("qwen3-moe-nvfp4-b200", B200, "qwen3_moe_nvfp4", "--tp 4", None),
+    ("dsv3-b200-unquant-no-tf32", B200, "deepseek_v3_fp8", "--tp 8 --quantization unquant --no-enable-tf32-matmul", None),
+    ("qwen3-moe-fp8-b200-triton", B200, "qwen3_moe_fp8", "--tp 8 --moe-runner-backend triton", None),
+    ("llama-b200-nvfp4-tf32", B200, "llama31_8b", "--quantization modelopt_fp4 --enable-tf32-matmul", None),
 ]
 
 

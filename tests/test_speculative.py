@@ -61,6 +61,11 @@ def resolve(platform, model, args):
     return resolve_request(get_engine(), platform=platform, model=model, args=args, fixes=False)
 
 
+def _draft_of(case):
+    """The draft config the oracle was given (its draft folder is rewritten by every oracle run: never read)."""
+    return DRAFTS[case["draft"]] if case.get("draft") else {}
+
+
 def rules_of(res):
     return {c.rule.id for c in res.conflicts}
 
@@ -95,7 +100,8 @@ def test_every_oracle_case():
     examples = {}
     for case in ORACLE["cases"]:
         model = MODELS[case["model"]]
-        res = resolve_request(get_engine(), platform=case["platform"], model=model, args=case["args"], fixes=False)
+        res = resolve_request(get_engine(), platform=case["platform"], model=model, args=case["args"], fixes=False,
+                              draft_model=_draft_of(case))
         why = _compare(case, res)
         outcomes[(case["sglang"]["status"], "conflict" if res.conflicts else "resolved")] += 1
         if why:
@@ -116,7 +122,7 @@ def run(case_id):
     """The oracle case and our resolution of its request."""
     case = CASES[case_id]
     res = resolve_request(get_engine(), platform=case["platform"], model=MODELS[case["model"]], args=case["args"],
-                          fixes=False)
+                          fixes=False, draft_model=_draft_of(case))
     return case["sglang"], res
 
 
@@ -242,3 +248,47 @@ def test_a_long_chain_verifies_steps_plus_one_tokens():
     assert res.values["speculative_num_draft_tokens"] == 41
     (adj,) = res.derivations["speculative_num_draft_tokens"].adjustments
     assert (adj.old, adj.new, adj.rule.id) == (8, 41, "adjust.spec.tokens.chain")
+
+
+# --- the draft checkpoint's config (resolver/draft.py) -----------------------------------------
+# Each case was asked of the oracle (SGLang 0.5.23) with the Qwen3 target of the oracle fixture and
+# the DFlash draft of tools/sglang_diff.py DRAFTS, varied as named: its block size, is_causal, and a
+# block size nested in dflash_config; and a Gemma 4 assistant draft with the Llama target.
+QWEN3 = next(m for m in MODELS.values() if m["architectures"][0].startswith("Qwen3"))
+DFLASH_DRAFT = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 1,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 12288, "vocab_size": 151936,
+                "rope_theta": 1000000, "block_size": 16, "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize("draft, platform, args, expected", [
+    ({"block_size": 8}, "sm90", {}, (8, "fa3")),
+    ({"block_size": 8}, "sm100", {"attention_backend": "trtllm_mha"}, (8, "fa4")),     # not causal: falls back
+    ({"is_causal": True}, "sm100", {}, (16, "trtllm_mha")),                            # causal: keeps trtllm_mha
+    ({"is_causal": True}, "sm90", {"speculative_draft_attention_backend": "trtllm_mha"}, (16, "trtllm_mha")),
+    ({"block_size": None, "dflash_config": {"block_size": 4}}, "sm90", {"attention_backend": "trtllm_mha"}, (4, "flashinfer")),
+])
+def test_the_dflash_draft_config_sets_the_block_and_the_draft_backend(draft, platform, args, expected):
+    config = {k: v for k, v in {**DFLASH_DRAFT, **draft}.items() if v is not None}
+    res = resolve_request(get_engine(), platform=platform, model=QWEN3, draft_model=config, fixes=False, args={
+        "speculative_algorithm": "DFLASH", "speculative_draft_model_path": "/drafts/dflash", **args})
+    assert not res.conflicts, rules_of(res)
+    assert (res.values["speculative_num_draft_tokens"], res.values["speculative_draft_attention_backend"]) == expected
+
+
+def test_an_unread_draft_config_gives_sglangs_fallback():
+    res = resolve_request(get_engine(), platform="sm100", model=QWEN3, fixes=False, args={
+        "speculative_algorithm": "DFLASH", "speculative_draft_model_path": "/no/such/draft"})
+    assert (res.values["speculative_num_draft_tokens"], res.values["speculative_draft_attention_backend"]) == (16, "fa4")
+    assert "not read" in res.outcome.facts["draft.block_size"].origin
+
+
+def test_a_gemma4_assistant_draft_refuses_eagle3_and_is_not_resolved_silently_as_eagle():
+    gemma = {"architectures": ["Gemma4AssistantForCausalLM"], "model_type": "llama"}
+    args = {"speculative_draft_model_path": "/drafts/gemma4-assistant"}
+    refused = resolve_request(get_engine(), platform="sm90", model=LLAMA, draft_model=gemma,
+                              args={**args, "speculative_algorithm": "EAGLE3"})
+    assert rules_of(refused) == {"conflict.spec.gemma4-assistant-eagle3"}
+    assert any(f.set == {"speculative_algorithm": "EAGLE"} for c in refused.conflicts for f in c.fixes)
+    promoted = resolve_request(get_engine(), platform="sm90", model=LLAMA, draft_model=gemma, fixes=False,
+                               args={**args, "speculative_algorithm": "NEXTN"})
+    assert any(n.code == "not-modelled" and "FROZEN_KV_MTP" in n.message for n in promoted.warnings)

@@ -11,17 +11,18 @@ from resolver.cli import main
 from .test_cli import _cli
 
 FIRST = ["--platform", "h200", "--model-path", "deepseek-ai/DeepSeek-V3.2", "--tp", "8", "--dp", "8",
-         "--enable-dp-attention", "--moe-a2a-backend", "deepep"]
+         "--enable-dp-attention", "--moe-a2a-backend", "deepep", "--trust-remote-code"]
 
 
 def test_the_pasted_launch_resolves_and_lists_what_is_not_checked():
     code, out, err = _cli(FIRST)
     assert code in (0, 1) and err == "", err
-    assert "not checked (no rule reads them; passed through unchanged): --moe-a2a-backend deepep" in out
+    assert "not checked (no rule reads them; passed through unchanged): --trust-remote-code" in out
     code, out, _ = _cli(FIRST + ["--format", "json"])
     doc = json.loads(out)
     assert doc["values"]["tp_size"] == 8
-    assert doc["unchecked"] == ["moe_a2a_backend"]
+    assert doc["unchecked"] == ["trust_remote_code"]
+    assert doc["values"]["moe_a2a_backend"] == "deepep" and doc["values"]["moe_runner_backend"] == "auto"
     # SGLang 0.5.23 reads --dp 8 --enable-dp-attention as attention-DP 8 with one replica
     assert doc["values"]["attn_dp_size"] == 8 and doc["values"]["dp_size"] == 1
     assert {"code": "deprecated", "message": "--enable-dp-attention is deprecated in SGLang 0.5.23; use "

@@ -6,8 +6,9 @@
 Each launch is a real catalogued checkpoint (``resolver/data/models.json``) on one of SGLang's
 platforms, with a random draw of the options the rules cover: attention, prefill/decode and DSA
 backends, KV-cache dtype, page size, HiSparse, speculative decoding (EAGLE, EAGLE3, NEXTN,
-STANDALONE, NGRAM, DFLASH with their shapes and draft checkpoints), tensor parallelism,
-deterministic inference and the PD role.  Most options stay unset in most launches, as in real
+STANDALONE, NGRAM, DFLASH with their shapes, draft checkpoints, the draft's quantization and MoE
+runner), tensor parallelism, deterministic inference, the PD role, the quantization, the MoE
+runner, TF32 matmuls and shared-expert fusion.  Most options stay unset in most launches, as in real
 commands.  SGLang answers through the oracle (a separate Python with the sglang 0.5.23 wheel and
 torch stubbed out; its ``ask.py``), the resolver answers in this process, and every launch is
 classed:
@@ -85,6 +86,13 @@ DRAFTS: dict[str, dict[str, Any]] = {
                "dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33], "mask_token_id": 151669}},
 }
 
+#: the same draft heads as variants a launch may bring: the DFlash draft with another block size
+#: (its block sets the draft tokens) and declared causal (it may then keep a trtllm_mha draft backend)
+DRAFT_VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "DFLASH": [("DFLASH", DRAFTS["DFLASH"]), ("DFLASH-b8", {**DRAFTS["DFLASH"], "block_size": 8}),
+               ("DFLASH-causal", {**DRAFTS["DFLASH"], "is_causal": True})],
+}
+
 #: catalogued checkpoints the oracle cannot load (its stand-ins for transformers fail before SGLang decides
 #: anything), so launches of them would tell nothing: left out of the draw
 ORACLE_CANNOT_RUN = {
@@ -126,6 +134,21 @@ _BACKENDS = ("fa3", "fa4", "flashinfer", "triton", "torch_native", "flex_attenti
 _KV = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "nvfp4")
 _DSA = ("flashmla_sparse", "flashmla_kv", "flashmla_auto", "fa3", "tilelang", "aiter", "trtllm")
 _SPEC = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH")
+#: MoE runners an operator types.  Not drawn: the lora_* runners (they need --enable-lora, which no rule
+#: reads), megamoe (SGLang's alias of --moe-a2a-backend megamoe) and flashinfer_megamoe, experimental_sgl_marlin,
+#: whose checks are SGLang's all-to-all and LoRA steps (not encoded yet)
+_MOE_RUNNERS = ("auto", "triton", "deep_gemm", "triton_kernel", "flashinfer_trtllm", "flashinfer_trtllm_routed",
+                "flashinfer_cutlass", "flashinfer_mxfp4", "flashinfer_cutedsl", "cutlass", "marlin")
+
+
+def _quantizations(config: dict) -> tuple:
+    """--quantization values an operator types for this checkpoint: its own method, "unquant", and the
+    online methods SGLang accepts on it (fp8 and NVFP4 on an unquantised checkpoint, NVFP4 over FP8)."""
+    qc = config.get("quantization_config")
+    method = qc.get("quant_method") if isinstance(qc, dict) else None
+    if method is None:
+        return ("fp8", "modelopt_fp4", "unquant")
+    return (method, "unquant", "modelopt_fp4") if method == "fp8" else (method, "unquant")
 
 
 def _maybe(rng: random.Random, p: float, choices) -> Any:
@@ -171,9 +194,17 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
             rng, 0.1, _offered(catalogue, "speculative_draft_attention_backend", ("fa3", "flashinfer", "triton", "trtllm_mha")))
         args["speculative_adaptive"] = _maybe(rng, 0.05, (True,))
         if algorithm in DRAFTS and rng.random() < 0.85:  # sometimes the draft path is forgotten
-            request["draft_model_name"] = algorithm
-            request["draft_model"] = DRAFTS[algorithm]
+            name, draft = rng.choice(DRAFT_VARIANTS.get(algorithm, [(algorithm, DRAFTS[algorithm])]))
+            request["draft_model_name"] = name
+            request["draft_model"] = draft
             args["speculative_draft_model_path"] = ORACLE_DRAFT_DIR
+        args["speculative_draft_model_quantization"] = _maybe(rng, 0.1, ("fp8", "unquant", "modelopt_fp4"))
+        args["speculative_moe_runner_backend"] = _maybe(rng, 0.05, ("auto", "triton", "flashinfer_trtllm"))
+    # the MoE kernels and quantization
+    args["quantization"] = _maybe(rng, 0.15, _offered(catalogue, "quantization", _quantizations(config)))
+    args["moe_runner_backend"] = _maybe(rng, 0.12, _offered(catalogue, "moe_runner_backend", _MOE_RUNNERS))
+    args["enable_tf32_matmul"] = _maybe(rng, 0.08, (True, False))
+    args["disable_shared_experts_fusion"] = _maybe(rng, 0.04, (True,))
     request["args"] = {k: v for k, v in args.items() if v is not None}
     return request
 

@@ -22,8 +22,10 @@ The write-back contract (what :func:`resolve_namespace` changes in the namespace
   over a concrete launcher default that differs from it, or into a flag this module added; a
   launcher's ``None`` stays ``None`` (the launcher fills in its own default later, and SGLang
   reads a typed ``--page-size 1`` differently from an unset one);
-* a copy of ``--model-path`` (an MTP draft that is the target checkpoint) is not written over the
-  launcher's ``None``: the launcher copies it itself, and written it would read as typed;
+* a copy of a checkpoint fact (an MTP draft that is the target's ``--model-path``, the quantization
+  a model takes from its config.json) is not written over the launcher's ``None``: the launcher
+  derives it itself, and written it would read as typed (a typed ``--quantization`` also quantizes
+  the draft model);
 * ``None`` is never written: no rule decides None, and a launcher's default (SGLang's
   ``1.0`` receive threshold, its ``"auto"`` dequant dtype) must survive;
 * on a conflict nothing is written (``ConflictError`` is raised first).
@@ -39,6 +41,8 @@ import weakref
 from typing import Any
 
 from ..api import Resolution, get_engine, resolve_request
+from ..catalogue import catalogue
+from ..launch_line import copied_from_checkpoint
 from ..errors import ConflictError
 from ..rules import RulePack
 
@@ -72,7 +76,10 @@ def add_resolver_arguments(parser: argparse.ArgumentParser, rules: str | None = 
             continue
         group = group or parser.add_argument_group(title)
         help_ = opt.help + (f" (choices: {', '.join(opt.choices)})" if opt.choices else "")
-        if opt.type == "bool":
+        if opt.type == "bool" and _bool_optional(opt.name):  # SGLang's --x / --no-x pair
+            action = group.add_argument(*flags, dest=opt.name, action=argparse.BooleanOptionalAction, default=None,
+                                        help=help_)
+        elif opt.type == "bool":
             action = group.add_argument(*flags, dest=opt.name, action="store_const", const=True, default=None,
                                         help=help_)
         else:
@@ -107,17 +114,15 @@ def _write_back(parser: argparse.ArgumentParser, ns: argparse.Namespace, res: Re
             continue
         if res.derivations[name].source == "fallback" and held is None and action not in _ADDED:
             continue  # the launcher's "unset": it applies its own default, which the fallback mirrors
-        if _copied_from_model_path(res, name) and held is None:
-            continue  # the launcher copies --model-path itself; written, it would read as a typed value
+        if copied_from_checkpoint(res, name) and held is None:
+            continue  # the launcher derives it from the checkpoint itself; written, it would read as typed
         setattr(ns, action.dest, value)
 
 
-def _copied_from_model_path(res: Resolution, name: str) -> bool:
-    """Whether ``name`` holds a copy of ``--model-path`` (an MTP draft that is the target checkpoint)."""
-    d = res.derivations[name]
-    rule = res.engine.pack.rule(d.rule.id) if d.source == "default" and d.rule is not None else None
-    proposed = getattr(rule, "set", {}).get(name)
-    return isinstance(proposed, dict) and proposed.get("from") == "model.path"
+def _bool_optional(name: str) -> bool:
+    """Whether SGLang declares ``name`` with a ``--no-`` twin (argparse.BooleanOptionalAction)."""
+    action = catalogue().by_dest.get(name)
+    return action is not None and action.kind == "bool_optional"
 
 
 def resolve_namespace(parser: argparse.ArgumentParser, ns: argparse.Namespace, *, platform: str | None = None,

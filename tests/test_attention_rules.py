@@ -177,3 +177,22 @@ def test_error_template(rule, platform, model, args, text):
         fixed = {k: v for k, v in args.items() if k not in fix.unset}
         fixed.update(fix.set)
         assert resolve(fixed, platform=platform, model=model).ok
+
+
+# --- NVFP4: native prefill and the NVFP4 decode agree, so the attention backend is trtllm_mha ------
+# Asked of the oracle (SGLang 0.5.23) with the GLM-4.7, Llama 3.1 8B and Qwen3 8B catalogue configs on
+# sm100/sm90/sm120: 126 launches agreed after these rules; GLM-4.7 with EAGLE3 on sm100 was the case
+# found by the differential sweep (SGLang trtllm_mha, the resolver flashinfer before).
+@pytest.mark.parametrize("args, expected", [
+    ({}, "trtllm_mha"),
+    ({**EAGLE, "speculative_eagle_topk": 1}, "trtllm_mha"),           # speculation would pick flashinfer
+    ({"attention_backend": "flashinfer"}, "flashinfer"),              # FP8 workspace prefill: sides differ
+    ({"attention_backend": "flashinfer", "prefill_attention_backend": "trtllm_mha"}, "trtllm_mha"),
+    ({"attention_backend": "flashinfer", "prefill_kv_cache_dequant_dtype": "nvfp4"}, "trtllm_mha"),
+    ({"prefill_kv_cache_dequant_dtype": "fp8_e4m3"}, "trtllm_mha"),    # sides differ: the usual default
+])
+def test_nvfp4_native_prefill_sets_the_attention_backend(args, expected):
+    res = resolve_request(get_engine(), platform="b200", args={"kv_cache_dtype": "nvfp4", **args}, model=LLAMA,
+                          fixes=False)
+    assert not res.conflicts, [c.rule.id for c in res.conflicts]
+    assert res.values["attention_backend"] == expected

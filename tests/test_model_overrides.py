@@ -325,3 +325,23 @@ def test_gpt_oss_mxfp4_runs_bfloat16_even_over_a_typed_dtype():
     assert values("sm90", GPT_OSS)["dtype"] == "bfloat16"
     assert values("sm90", GPT_OSS, dtype="float16")["dtype"] == "bfloat16"
     assert values("sm90", LLAMA)["dtype"] == "auto"
+
+
+# --- all-reduce fusion: asked of the oracle (SGLang 0.5.23) for GLM-5, DeepSeek V3.2 and Llama 3.1
+# on gfx942, gfx950 and sm90 with tp 8 and each variation below (54 launches, all agreeing) -----------
+FUSION = ("enforce_disable_flashinfer_allreduce_fusion", "enable_aiter_allreduce_fusion",
+          "disable_aiter_allreduce_fusion_in_prefill")
+
+
+@pytest.mark.parametrize("model, platform, args, expected", [
+    ("zai-org/GLM-5", "gfx942", {}, (False, True, True)),            # GLM-5 on ROCm fuses AITER's all-reduce into decode
+    ("zai-org/GLM-5", "gfx950", {"attn_dp_size": 8}, (False, False, False)),  # not with attention DP
+    ("zai-org/GLM-5", "gfx942", {"nnodes": 2}, (False, False, False)),        # nor across nodes
+    ("zai-org/GLM-5", "sm90", {}, (False, False, False)),
+    ("meta-llama/Llama-3.1-8B-Instruct", "sm90", {"enable_deterministic_inference": True}, (True, False, False)),
+    ("meta-llama/Llama-3.1-8B-Instruct", "gfx942", {"enable_deterministic_inference": True,
+                                                   "enable_aiter_allreduce_fusion": True}, (True, False, False)),
+])
+def test_all_reduce_fusion(model, platform, args, expected):
+    v = values(platform, CATALOGUE[model], tp_size=8, **args)
+    assert tuple(v[k] for k in FUSION) == expected

@@ -225,6 +225,12 @@ def default_oracle_dir() -> str:
     return os.environ.get("SGLANG_ORACLE_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "oracle")
 
 
+def default_oracle_python() -> str | None:
+    """$SGLANG_ORACLE_PYTHON, else the venv beside the checkout where the tests look (tests/oracle.py)."""
+    beside = os.path.join(os.path.dirname(ROOT), ".oracle-venv", "bin", "python")
+    return os.environ.get("SGLANG_ORACLE_PYTHON") or (beside if os.path.isfile(beside) else None)
+
+
 @contextlib.contextmanager
 def oracle_lock() -> Iterator[None]:
     """Hold the oracle's lock (other oracle runs on this machine wait; see ORACLE_LOCK)."""
@@ -435,8 +441,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=20261201, help="random seed of the launches (default: %(default)s)")
     ap.add_argument("--count", type=int, default=2000, help="how many launches (default: %(default)s)")
-    ap.add_argument("--oracle-python", default=os.environ.get("SGLANG_ORACLE_PYTHON"),
-                    help="the Python of the oracle's venv (default: $SGLANG_ORACLE_PYTHON)")
+    ap.add_argument("--oracle-python", default=default_oracle_python(),
+                    help="the Python of the oracle's venv (default: $SGLANG_ORACLE_PYTHON, else ../.oracle-venv)")
     ap.add_argument("--oracle-dir", default=default_oracle_dir(),
                     help="the oracle folder holding ask.py (default: $SGLANG_ORACLE_DIR or ../shared/oracle)")
     ap.add_argument("--cache", help="a JSONL file of oracle answers kept between runs (keyed by request)")

@@ -172,10 +172,14 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     platform_source: str | None = None, fixes: bool = True,
                     installed: dict[str, bool] | None = None, strict: bool = False,
                     check_installed: bool = False, require_known_kernels: bool = False,
-                    draft_model: dict | None = None) -> Resolution:
+                    draft_model: dict | None = None, gpu_memory_gb: float | None = None) -> Resolution:
     """Resolve without raising on conflicts (the CLI and batch mode use this).  ``draft_model`` is the
-    draft checkpoint's config.json; without it, ``--speculative-draft-model-path`` is looked up."""
+    draft checkpoint's config.json; without it, ``--speculative-draft-model-path`` is looked up.
+    ``gpu_memory_gb`` replaces the memory of the platform's card."""
     plat, source = _platform(platform)
+    if gpu_memory_gb is not None:
+        plat = plat.with_memory(gpu_memory_gb)
+        source = f"{source}, --gpu-memory-gb {gpu_memory_gb:g}"
     # the local machine's packages count when resolving for the local GPU, or when asked
     kernels = kernel_registry()
     probed: dict[str, tuple[bool, str]] = {}
@@ -269,7 +273,7 @@ def _architecture_notices(engine: Engine, facts: dict) -> tuple[Notice, ...]:
 def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, model: dict | str | None = None,
             model_arch: str | None = None, rules: str | None = None, installed: dict[str, bool] | None = None,
             strict: bool = False, check_installed: bool = False, require_known_kernels: bool = False,
-            draft_model: dict | None = None) -> Resolution:
+            draft_model: dict | None = None, gpu_memory_gb: float | None = None) -> Resolution:
     """Resolve a launch configuration.
 
     :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
@@ -284,13 +288,15 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
         a conflict (for CI gates), not a ``kernel-unknown`` warning.
     :param draft_model: the speculative draft checkpoint's config.json as a dict (default: looked up from
         ``speculative_draft_model_path`` like a model path, offline).
+    :param gpu_memory_gb: memory of one GPU (default: the card the platform or alias names).
     :returns: the :class:`Resolution`.
     :raises ConflictError: the configuration conflicts (a ``ValueError``; ``.conflicts`` has them all).
     :raises ResolverError: any other expected failure (bad input, broken rule files).
     """
     res = resolve_request(get_engine(rules), platform=platform, args=args, model=model, model_arch=model_arch,
                           installed=installed, strict=strict, check_installed=check_installed,
-                          require_known_kernels=require_known_kernels, draft_model=draft_model)
+                          require_known_kernels=require_known_kernels, draft_model=draft_model,
+                          gpu_memory_gb=gpu_memory_gb)
     if res.conflicts:
         raise ConflictError(res)
     return res

@@ -59,6 +59,11 @@ def _installed(req: dict[str, Any]) -> dict[str, bool] | None:
     return out or None
 
 
+def _gpu_memory(req: dict[str, Any]) -> Any:
+    """``platform_overrides.gpu_memory_gb`` (the oracle's format): the memory of one GPU, or None."""
+    return (req.get("platform_overrides") or {}).get("gpu_memory_gb")
+
+
 def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True,
                  require_known_kernels: bool = False) -> dict[str, Any]:
     """Resolve one batch line into its result object (never raises a ResolverError)."""
@@ -97,7 +102,7 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
                               model_arch=req.get("model_arch"), installed=_installed(req),
                               strict=bool(req.get("strict", strict)), fixes=fixes,
                               require_known_kernels=req.get("require_known_kernels", require_known_kernels),
-                              draft_model=req.get("draft_model"))
+                              draft_model=req.get("draft_model"), gpu_memory_gb=_gpu_memory(req))
         return {"id": rid, **to_json_dict(res)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}

@@ -75,6 +75,9 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
                    help="target GPU: a name or alias (sm90, h100, b200, mi300x, ...; see 'resolve platforms'); "
                         "'auto' (the default) detects the local GPU")
     g.add_argument("--compute-capability", metavar="X.Y", help="spelled-out target capability, e.g. 9.0")
+    g.add_argument("--gpu-memory-gb", type=float, metavar="GB",
+                   help="memory of one GPU (default: the card the platform or alias names: h100 80, h200 141, "
+                        "b200 180, mi300x 192, ...; see 'resolve platforms'); SGLang's memory defaults read it")
     g.add_argument("--vendor", choices=["nvidia", "amd"], default="nvidia", help="vendor for --compute-capability")
     g.add_argument("--model-config", metavar="PATH", help="a Hugging Face config.json, or a directory holding one")
     g.add_argument("--model-arch", metavar="NAME", help="the model architecture, when no config.json is at hand")
@@ -125,7 +128,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     return p
 
 
-_OWN_FLAGS = ("--platform", "--compute-capability", "--vendor", "--model-config", "--model-arch", "--installed",
+_OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--vendor", "--model-config", "--model-arch", "--installed",
               "--strict", "--require-known-kernels", "--check-installed", "--explain", "--format", "--color", "--rules", "--batch", "--no-fixes",
               "--help")
 
@@ -237,7 +240,7 @@ def _single(engine: Engine, ns, out: Output, err: Output) -> int:
     res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
                           flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed),
                           strict=ns.strict, check_installed=ns.check_installed, fixes=not ns.no_fixes,
-                          require_known_kernels=ns.require_known_kernels)
+                          require_known_kernels=ns.require_known_kernels, gpu_memory_gb=ns.gpu_memory_gb)
     return _emit(res, ns, out, err)
 
 

@@ -10,7 +10,7 @@ import json
 from typing import TextIO
 
 from .errors import InputError
-from .platforms import PLATFORMS
+from .platforms import ALIAS_GPU_MEMORY_GB, PLATFORMS
 
 __all__ = ["SUBCOMMANDS"]
 
@@ -34,13 +34,18 @@ def platforms(argv: list[str], out: TextIO) -> int:
     except InputError as exc:
         detected, problem = None, str(exc)
     rows = [{"name": pl.name, "vendor": pl.vendor, "capability": f"{pl.major}.{pl.minor}", "aliases": list(pl.aliases),
-             "description": pl.description} for pl in PLATFORMS]
+             "description": pl.description, "gpu_memory_gb": pl.gpu_memory_gb,
+             "alias_gpu_memory_gb": {a: ALIAS_GPU_MEMORY_GB[a] for a in pl.aliases if a in ALIAS_GPU_MEMORY_GB}}
+            for pl in PLATFORMS]
     if ns.format == "json":
         out.write(json.dumps({"platforms": rows, "detected": detected, "detection_error": problem}, indent=2) + "\n")
         return 0
-    out.write(f"{'name':<8} {'vendor':<7} {'capability':<11} {'aliases':<40} description\n")
+    out.write(f"{'name':<8} {'vendor':<7} {'capability':<11} {'memory':<7} {'aliases (other memory)':<60} description\n")
     for r in rows:
-        out.write(f"{r['name']:<8} {r['vendor']:<7} {r['capability']:<11} {', '.join(r['aliases']):<40} {r['description']}\n")
+        aliases = ", ".join(f"{a} ({r['alias_gpu_memory_gb'][a]:g} GB)" if a in r["alias_gpu_memory_gb"] else a
+                            for a in r["aliases"])
+        out.write(f"{r['name']:<8} {r['vendor']:<7} {r['capability']:<11} {r['gpu_memory_gb']:g} GB{'':<2} {aliases:<60} "
+                  f"{r['description']}\n")
     out.write("\nthis machine: " + (detected["how"] if detected else problem) + "\n")
     return 0
 

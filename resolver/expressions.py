@@ -9,23 +9,25 @@ soon as the values it reads are decided, and asserts the result as a fact the en
 with constant tests, like any other.
 
 Grammar (parsed with :mod:`ast`, never evaluated by Python): names, numbers, ``true`` /
-``false`` / ``null``, ``+ - * //``, unary ``-``, one comparison (``== != < <= > >=``),
+``false`` / ``null``, ``+ - * // %``, unary ``-``, one comparison (``== != < <= > >=``),
 ``and`` / ``or`` / ``not``, parentheses, and ``coalesce(a, b, ...)`` (the first value that is
-not null).  ``null`` propagates: arithmetic or a comparison with a null operand is null, as is
-``x // 0``; a boolean is not a number.
+not null).  ``null`` propagates: arithmetic or a comparison with a null operand is null, as are
+``x // 0`` and ``x % 0``; a boolean is not a number.
 """
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .conditions import ConditionError, _is_name, _literal, _literal_name, _name
 
-__all__ = ["Expression", "parse_expression"]
+__all__ = ["Expression", "cached_expression", "parse_expression"]
 
-_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+          ast.Mod: operator.mod}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge}
 _MAX_NODES = 200  # a value is a line of arithmetic, not a program
@@ -41,6 +43,13 @@ class Expression:
 
     def evaluate(self, values: dict[str, Any]) -> Any:
         return _eval(self.tree, values)
+
+
+@functools.lru_cache(maxsize=1024)
+def cached_expression(text: str) -> Expression:
+    """The parsed expression of an adjustment's ``{expr: ...}`` (checked when the pack loads; parsed
+    once per process when it is used)."""
+    return parse_expression(text)
 
 
 def parse_expression(text: str) -> Expression:
@@ -92,7 +101,7 @@ def _eval(node: ast.AST, values: dict[str, Any]) -> Any:
         return _literal(node)
     if isinstance(node, ast.BinOp):
         a, b = _eval(node.left, values), _eval(node.right, values)
-        if not (_number(a) and _number(b)) or (isinstance(node.op, ast.FloorDiv) and b == 0):
+        if not (_number(a) and _number(b)) or (isinstance(node.op, (ast.FloorDiv, ast.Mod)) and b == 0):
             return None
         return _ARITH[type(node.op)](a, b)
     if isinstance(node, ast.UnaryOp):

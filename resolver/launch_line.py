@@ -7,9 +7,10 @@ import shlex
 from typing import Any
 
 from .catalogue import catalogue
+from .expressions import cached_expression
 from .options import to_argv
 
-__all__ = ["LAUNCHER", "copied_from_checkpoint", "launch_argv", "typed_after_fix", "shell_line"]
+__all__ = ["LAUNCHER", "copied_from_checkpoint", "launch_argv", "launch_value", "typed_after_fix", "shell_line"]
 
 #: how SGLang 0.5.23 starts a server
 LAUNCHER = ("python", "-m", "sglang.launch_server")
@@ -31,6 +32,19 @@ def copied_from_checkpoint(res, name: str) -> bool:
     return isinstance(proposed, dict) and str(proposed.get("from", "")).startswith("model.")
 
 
+def launch_value(res, name: str) -> Any:
+    """The value to give SGLang for ``name``: the resolved one, except where SGLang itself works the
+    final value out from the given one (an ``{expr}`` adjustment of an option from its own value, such
+    as the chunk size divided among attention-DP ranks): then the value before that step, since given
+    the final one SGLang would apply the step again."""
+    d = res.derivations.get(name)
+    for a in (d.adjustments if d is not None else ()):
+        value = getattr(res.engine.pack.rule(a.rule.id), "value", None)
+        if isinstance(value, dict) and "expr" in value and name in cached_expression(value["expr"]).names:
+            return a.old
+    return res.values[name]
+
+
 def launch_argv(res) -> tuple[str, ...]:
     """The user's flags plus every resolved value that differs from SGLang's default, so SGLang
     given this line decides nothing differently from the resolver (a value SGLang copies from the
@@ -38,9 +52,10 @@ def launch_argv(res) -> tuple[str, ...]:
     cat = catalogue()
     typed = _typed(res)
     chosen = {}
-    for name, value in res.values.items():
+    for name in res.values:
         if name not in typed and name in res.derivations and copied_from_checkpoint(res, name):
             continue
+        value = launch_value(res, name)
         if name in typed or (name in cat.by_dest and value != cat.default(name)):
             chosen[name] = value
     return to_argv(res.engine.pack, chosen)

@@ -23,7 +23,7 @@ from .conditions import Atom, parse_condition
 from .errors import InputError, RuleFileErrors, RuleFileProblem
 from .loader import kernel_option
 from .options import to_argv
-from .platforms import ALL_PLATFORMS, PLATFORM_FACTS
+from .platforms import ALL_PLATFORMS, PLATFORM_FACTS, VARIABLE_PLATFORM_FACTS
 from .rules import Default, RulePack
 
 __all__ = ["Finding", "static_findings", "problem_findings", "CHECKS"]
@@ -136,7 +136,7 @@ def _split(atoms) -> tuple[dict[str, list[Atom]], list[Atom], bool]:
     for a in atoms:
         if a.op == "join":
             join = True
-        elif a.name in PLATFORM_FACTS:
+        elif a.name in PLATFORM_FACTS and a.name not in VARIABLE_PLATFORM_FACTS:
             platform.append(a)
         else:
             by_name.setdefault(a.name, []).append(a)

@@ -335,7 +335,17 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
                 _check_value(b, ref, options, name, value, "set")
             defaults.append(Default(ref, doc, when, dict(rule["set"]), rule["priority"]))
         elif kind == "adjust":
-            if isinstance(rule["value"], dict):  # {from: other}
+            if isinstance(rule["value"], dict) and "expr" in rule["value"]:  # {expr: ...}: worked out from the value
+                try:
+                    names = parse_expression(rule["value"]["expr"]).names
+                except ConditionError as exc:
+                    b.problem(ref.file, ref.line, f"rule {ref.id}: {exc.message} (in 'value.expr')")
+                    continue
+                for name in names:
+                    if name not in known:
+                        b.problem(ref.file, ref.line, f"rule {ref.id}: unknown fact or option '{name}' in 'value.expr'"
+                                                      f"{_did_you_mean(name, known)}")
+            elif isinstance(rule["value"], dict):  # {from: other}
                 if rule["value"]["from"] not in known:
                     b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact "
                                                   f"'{rule['value']['from']}'")
@@ -445,7 +455,7 @@ def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts)
                 if n in nodes and target in deps:
                     deps[target].setdefault(n, d.ref)
     for a in adjusts:
-        reads = list(a.when.names()) + ([a.value["from"]] if isinstance(a.value, dict) else [])
+        reads = list(a.when.names()) + _value_reads(a)
         for n in map(real, reads):
             if n in nodes and n != a.option and a.option in deps:
                 deps[a.option].setdefault(n, a.ref)
@@ -469,6 +479,15 @@ def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts)
         done.update(ready)
         remaining.difference_update(ready)
     return tuple(order)
+
+
+def _value_reads(a: Adjust) -> list[str]:
+    """What an adjustment's value reads besides its own option: the name it copies, or its expression's names."""
+    if not isinstance(a.value, dict):
+        return []
+    if "expr" in a.value:
+        return [n for n in parse_expression(a.value["expr"]).names if n != a.option]
+    return [a.value["from"]]
 
 
 def _find_cycle(deps, remaining) -> list[str]:

@@ -8,12 +8,12 @@ Derived platform facts (``platform.is_hip``, ``platform.is_blackwell``, ...) are
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import InputError
 
-__all__ = ["Platform", "PLATFORMS", "UNNAMED_PLATFORMS", "ALL_PLATFORMS", "PLATFORM_FACTS", "find_platform",
+__all__ = ["ALIAS_GPU_MEMORY_GB", "VARIABLE_PLATFORM_FACTS", "Platform", "PLATFORMS", "UNNAMED_PLATFORMS", "ALL_PLATFORMS", "PLATFORM_FACTS", "find_platform",
            "platform_from_capability"]
 
 
@@ -25,6 +25,9 @@ class Platform:
     minor: int
     aliases: tuple[str, ...]
     description: str
+    #: memory of one GPU: the platform's usual card, or the card an alias names (``h200``: 141 GB), or
+    #: ``--gpu-memory-gb``; SGLang's memory defaults read it (rules/memory.yaml)
+    gpu_memory_gb: float = 80
 
     @property
     def capability(self) -> float:
@@ -37,27 +40,46 @@ class Platform:
             "platform.major": self.major,
             "platform.minor": self.minor,
             "platform.capability": self.capability,
+            "platform.gpu_memory_gb": self.gpu_memory_gb,
         }
 
+    def with_memory(self, gpu_memory_gb: Any) -> Platform:
+        """The same platform with another GPU memory size (``--gpu-memory-gb``)."""
+        if isinstance(gpu_memory_gb, bool) or not isinstance(gpu_memory_gb, (int, float)) \
+                or not 1 <= gpu_memory_gb <= 100_000:
+            raise InputError(f"--gpu-memory-gb expects a size in GB between 1 and 100000, got {gpu_memory_gb!r}")
+        return replace(self, gpu_memory_gb=gpu_memory_gb)
 
+
+# The memory of each platform's usual card, and of the cards its aliases name, in GB of HBM/GDDR per
+# GPU as the vendors' product pages state it (nvidia.com/en-us/data-center/{a100,h100,h200,dgx-b200};
+# amd.com/en/products/accelerators/instinct/mi300/mi300x.html, .../mi350/mi355x.html): SGLang's
+# memory defaults read it.  The platform defaults are those of SGLang's CPU oracle (docs/parity.md).
 PLATFORMS: tuple[Platform, ...] = (
-    Platform("sm80", "nvidia", 8, 0, ("a100", "a800", "a30"), "Ampere (A100)"),
-    Platform("sm86", "nvidia", 8, 6, ("a10", "a40", "rtx3090", "a6000"), "Ampere (consumer, A10/A40)"),
-    Platform("sm89", "nvidia", 8, 9, ("l4", "l40", "l40s", "rtx4090", "rtx6000ada"), "Ada Lovelace"),
-    Platform("sm90", "nvidia", 9, 0, ("h100", "h200", "h20", "h800", "gh200"), "Hopper"),
-    Platform("sm100", "nvidia", 10, 0, ("b200", "gb200"), "Blackwell datacenter"),
-    Platform("sm103", "nvidia", 10, 3, ("b300", "gb300"), "Blackwell Ultra"),
-    Platform("sm120", "nvidia", 12, 0, ("rtx5090", "rtx-pro-6000"), "Blackwell workstation"),
-    Platform("sm121", "nvidia", 12, 1, ("gb10", "dgx-spark"), "Blackwell (GB10)"),
-    Platform("gfx942", "amd", 9, 4, ("mi300x", "mi300a", "mi325x"), "ROCm CDNA3"),
-    Platform("gfx950", "amd", 9, 5, ("mi350x", "mi355x"), "ROCm CDNA4"),
+    Platform("sm80", "nvidia", 8, 0, ("a100", "a800", "a30"), "Ampere (A100)", 80),
+    Platform("sm86", "nvidia", 8, 6, ("a10", "a40", "rtx3090", "a6000"), "Ampere (consumer, A10/A40)", 48),
+    Platform("sm89", "nvidia", 8, 9, ("l4", "l40", "l40s", "rtx4090", "rtx6000ada"), "Ada Lovelace", 48),
+    Platform("sm90", "nvidia", 9, 0, ("h100", "h200", "h20", "h800", "gh200"), "Hopper", 80),
+    Platform("sm100", "nvidia", 10, 0, ("b200", "gb200"), "Blackwell datacenter", 180),
+    Platform("sm103", "nvidia", 10, 3, ("b300", "gb300"), "Blackwell Ultra", 270),
+    Platform("sm120", "nvidia", 12, 0, ("rtx5090", "rtx-pro-6000"), "Blackwell workstation", 96),
+    Platform("sm121", "nvidia", 12, 1, ("gb10", "dgx-spark"), "Blackwell (GB10)", 119),
+    Platform("gfx942", "amd", 9, 4, ("mi300x", "mi300a", "mi325x"), "ROCm CDNA3", 192),
+    Platform("gfx950", "amd", 9, 5, ("mi350x", "mi355x"), "ROCm CDNA4", 288),
 )
+
+#: aliases whose card has another memory size than its platform's usual one (GB per GPU)
+ALIAS_GPU_MEMORY_GB: dict[str, float] = {
+    "a30": 24, "a10": 24, "rtx3090": 24, "l4": 24, "rtx4090": 24, "h200": 141, "h20": 96, "gh200": 96,
+    "gb200": 186, "b300": 288, "gb300": 288, "rtx5090": 32, "mi300a": 128, "mi325x": 256,
+}
 
 #: GPUs the contract does not name, reachable only as a capability (``--compute-capability 11.0``) or
 #: by detection: SGLang 0.5.23's gates (is_blackwell covers major 11) misjudge them, so the kernel
 #: adapters speak about them (shared/reference/kernels.md 0.5)
 UNNAMED_PLATFORMS: tuple[Platform, ...] = (
-    Platform("sm110", "nvidia", 11, 0, (), "Blackwell (Jetson Thor); not a named platform: --compute-capability 11.0"),
+    Platform("sm110", "nvidia", 11, 0, (), "Blackwell (Jetson Thor); not a named platform: --compute-capability 11.0",
+             128),
 )
 ALL_PLATFORMS = PLATFORMS + UNNAMED_PLATFORMS
 
@@ -68,7 +90,11 @@ PLATFORM_FACTS: dict[str, str] = {
     "platform.major": "compute-capability major as torch reports it (ROCm reports 9)",
     "platform.minor": "compute-capability minor",
     "platform.capability": "major.minor as a number (8.9, 9.0, 10.3, ...)",
+    "platform.gpu_memory_gb": "memory of one GPU in GB (the card an alias names, or --gpu-memory-gb)",
 }
+#: platform facts a request may set to any value (not fixed by the platform's name): reasoning about
+#: rules treats them as free, not as one value per platform (resolver/lint.py)
+VARIABLE_PLATFORM_FACTS = frozenset({"platform.gpu_memory_gb"})
 
 
 def _index() -> dict[str, Platform]:
@@ -76,7 +102,7 @@ def _index() -> dict[str, Platform]:
     for p in PLATFORMS:
         out[p.name] = p
         for a in p.aliases:
-            out[a] = p
+            out[a] = replace(p, gpu_memory_gb=ALIAS_GPU_MEMORY_GB[a]) if a in ALIAS_GPU_MEMORY_GB else p
     return out
 
 

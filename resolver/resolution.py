@@ -27,6 +27,7 @@ from typing import Any
 from .compiler import CompiledPack
 from .draft import DRAFT_FACTS
 from .engine_values import fact_fields
+from .expressions import cached_expression
 from .errors import AmbiguousDefaultError
 from .installed import absent_packages
 from .loader import REQUIRE_KNOWN_KERNELS, kernel_option
@@ -447,7 +448,7 @@ def _adjust(d: Derivation, compiled, session, facts, values, request, warnings, 
             i = compiled.branches[key].adj_step
             if i >= start:
                 fired.setdefault(i, read)
-        change = next((i for i in sorted(fired) if _target(steps[i], facts) != current), None)
+        change = next((i for i in sorted(fired) if _target(steps[i], values, current) != current), None)
         # record what fired from this round's first step up to the applied one: the steps after
         # it are decided again in the next round
         record([(key, read) for key, read in batch
@@ -455,9 +456,9 @@ def _adjust(d: Derivation, compiled, session, facts, values, request, warnings, 
         if change is None:
             break
         adj, read = steps[change], fired[change]
-        new = _target(adj, facts)
+        new = _target(adj, values, current)
         start, r = change + 1, r + 1
-        reads = set(read) | ({adj.value["from"]} if isinstance(adj.value, dict) else set())
+        reads = set(read) | _value_names(adj)
         used = tuple(FactUse(n, current, d.source, "the value before this adjustment") if n == d.name else facts[n]
                      for n in _ordered(reads))
         msg_values = dict(values)
@@ -491,9 +492,23 @@ def _as_typed(flag: str, value: Any) -> str:
     return f"{flag}={format_value(value)}"
 
 
-def _target(adj: Adjust, facts: dict[str, FactUse]) -> Any:
-    """The value an adjustment sets: its constant, or the value of the name it copies ({from: name})."""
-    return facts[adj.value["from"]].value if isinstance(adj.value, dict) else adj.value
+def _target(adj: Adjust, values: dict[str, Any], current: Any) -> Any:
+    """The value an adjustment sets: its constant, the value of the name it copies ({from: name}), or its
+    expression ({expr: ...}), where the option's own name stands for its value before this step."""
+    if not isinstance(adj.value, dict):
+        return adj.value
+    if "expr" in adj.value:
+        return cached_expression(adj.value["expr"]).evaluate({**values, adj.option: current})
+    return values[adj.value["from"]]
+
+
+def _value_names(adj: Adjust) -> set[str]:
+    """The names an adjustment's value reads (for its explanation)."""
+    if not isinstance(adj.value, dict):
+        return set()
+    if "expr" in adj.value:
+        return set(cached_expression(adj.value["expr"]).names)
+    return {adj.value["from"]}
 
 
 def _origin_typed(name: str, request: Request) -> str:

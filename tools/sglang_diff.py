@@ -93,6 +93,12 @@ DRAFT_VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
                ("DFLASH-causal", {**DRAFTS["DFLASH"], "is_causal": True})],
 }
 
+#: other cards of a platform than its usual one, by their memory in GB (H20, H200; A100 40GB; RTX 5090; ...)
+CARD_MEMORY_GB: dict[str, tuple[int, ...]] = {
+    "sm80": (40,), "sm86": (24,), "sm89": (24,), "sm90": (96, 141), "sm100": (186,), "sm103": (288,),
+    "sm120": (32,), "gfx942": (128, 256),
+}
+
 #: catalogued checkpoints the oracle cannot load (its stand-ins for transformers fail before SGLang decides
 #: anything), so launches of them would tell nothing: left out of the draw
 ORACLE_CANNOT_RUN = {
@@ -205,6 +211,11 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
     args["moe_runner_backend"] = _maybe(rng, 0.12, _offered(catalogue, "moe_runner_backend", _MOE_RUNNERS))
     args["enable_tf32_matmul"] = _maybe(rng, 0.08, (True, False))
     args["disable_shared_experts_fusion"] = _maybe(rng, 0.04, (True,))
+    # memory: another card of the platform's family (its memory sizes the defaults), a typed chunk size
+    memory = _maybe(rng, 0.2, CARD_MEMORY_GB[platform]) if platform in CARD_MEMORY_GB else None
+    if memory is not None:
+        request["platform_overrides"] = {"gpu_memory_gb": memory}
+    args["chunked_prefill_size"] = _maybe(rng, 0.05, (-1, 1000, 2048, 4096, 8192))
     request["args"] = {k: v for k, v in args.items() if v is not None}
     return request
 

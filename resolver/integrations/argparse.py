@@ -26,6 +26,8 @@ The write-back contract (what :func:`resolve_namespace` changes in the namespace
   a model takes from its config.json) is not written over the launcher's ``None``: the launcher
   derives it itself, and written it would read as typed (a typed ``--quantization`` also quantizes
   the draft model);
+* where SGLang works a value out from the given one (the chunk size it divides among attention-DP
+  ranks), the value before that step is written: written final, SGLang would divide it again;
 * ``None`` is never written: no rule decides None, and a launcher's default (SGLang's
   ``1.0`` receive threshold, its ``"auto"`` dequant dtype) must survive;
 * on a conflict nothing is written (``ConflictError`` is raised first).
@@ -42,7 +44,7 @@ from typing import Any
 
 from ..api import Resolution, get_engine, resolve_request
 from ..catalogue import catalogue
-from ..launch_line import copied_from_checkpoint
+from ..launch_line import copied_from_checkpoint, launch_value
 from ..errors import ConflictError
 from ..rules import RulePack
 
@@ -109,7 +111,7 @@ def _write_back(parser: argparse.ArgumentParser, ns: argparse.Namespace, res: Re
         action = _existing(parser, [opt.flag, *opt.aliases])
         if action is None:
             continue
-        value, held = res.values[name], getattr(ns, action.dest, None)
+        value, held = launch_value(res, name), getattr(ns, action.dest, None)
         if value is None or value == held:
             continue
         if res.derivations[name].source == "fallback" and held is None and action not in _ADDED:

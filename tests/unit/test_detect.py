@@ -55,7 +55,7 @@ def test_nvml(tmp_path, monkeypatch):
         print("a library chatting on stdout while it loads")
     """)
     d = detect.detect_platform([("NVML", detect.probe_nvml)])
-    assert d.platform == find_platform("rtx5090") and "RTX 5090" in d.how
+    assert d.platform.name == find_platform("rtx5090").name and "RTX 5090" in d.how
     assert "pynvml" not in sys.modules  # imported by the child only
 
 

@@ -5,13 +5,15 @@ from resolver.errors import InputError
 from resolver.loader import load_rules
 from resolver.model import model_facts
 from resolver.options import coerce_args
-from resolver.platforms import PLATFORMS, find_platform, platform_from_capability
+from resolver.platforms import ALIAS_GPU_MEMORY_GB, PLATFORMS, find_platform, platform_from_capability
 
 
 def test_every_contract_alias_finds_its_platform_case_insensitively():
     for p in PLATFORMS:
         for alias in (p.name, *p.aliases):
-            assert find_platform(alias.upper()) is p
+            found = find_platform(alias.upper())
+            assert found.name == p.name  # the same platform, with the memory of the card the alias names
+            assert found.gpu_memory_gb == ALIAS_GPU_MEMORY_GB.get(alias, p.gpu_memory_gb)
     assert find_platform("mi300x").major == 9 and find_platform("mi300x").vendor == "amd"
 
 

@@ -207,9 +207,17 @@ def test_compute_rules_are_checked_and_ordered(rules_dir):
     value: {from: zz}
     order: 1
     message: m.
+  - id: adjust.bad-expr
+    kind: adjust
+    doc: computes from a typo.
+    option: a
+    value: {expr: a // qq}
+    order: 2
+    message: m.
 """
     text = str(_problems(rules_dir({"a.yaml": bad})))
     assert "unknown fact or option 'bb' in 'value'" in text and "did you mean 'b'" in text
     assert "unsupported expression 'b ** 2'" in text
     assert "compute 'a' reuses the name of an option" in text
     assert "'from' names unknown option or fact 'zz'" in text
+    assert "unknown fact or option 'qq' in 'value.expr'" in text

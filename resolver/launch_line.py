@@ -10,7 +10,7 @@ from .catalogue import catalogue
 from .expressions import cached_expression
 from .options import to_argv
 
-__all__ = ["LAUNCHER", "copied_from_checkpoint", "launch_argv", "launch_value", "typed_after_fix", "shell_line"]
+__all__ = ["LAUNCHER", "copied_from_checkpoint", "launch_argv", "launch_value", "shell_line", "typed_after_fix"]
 
 #: how SGLang 0.5.23 starts a server
 LAUNCHER = ("python", "-m", "sglang.launch_server")

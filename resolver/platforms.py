@@ -13,8 +13,17 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["ALIAS_GPU_MEMORY_GB", "VARIABLE_PLATFORM_FACTS", "Platform", "PLATFORMS", "UNNAMED_PLATFORMS", "ALL_PLATFORMS", "PLATFORM_FACTS", "find_platform",
-           "platform_from_capability"]
+__all__ = [
+    "ALIAS_GPU_MEMORY_GB",
+    "ALL_PLATFORMS",
+    "PLATFORMS",
+    "PLATFORM_FACTS",
+    "UNNAMED_PLATFORMS",
+    "VARIABLE_PLATFORM_FACTS",
+    "Platform",
+    "find_platform",
+    "platform_from_capability",
+]
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,11 @@ os.environ["LAUNCH_RESOLVER_CACHE"] = tempfile.mkdtemp(prefix="launch-resolver-c
 
 from resolver.api import get_engine
 from resolver.loader import default_rules_dir
+from resolver.model_source import catalogue
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: the shipped model catalogue's configs by Hugging Face id (the tests' real config.json files)
+CATALOGUE = {e.id: e.config for e in catalogue()}
 
 PUBLIC_DATA = os.path.join(ROOT, "tests", "data", "sglang-0.5.23-public.jsonl")
 

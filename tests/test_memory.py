@@ -13,10 +13,11 @@ from resolver.api import get_engine, resolve_request
 from resolver.batch import resolve_line
 from resolver.cli import main
 from resolver.errors import InputError
-from resolver.model_source import catalogue
 from resolver.platforms import find_platform
 
-LLAMA = next(e.config for e in catalogue() if e.id == "meta-llama/Llama-3.1-8B-Instruct")
+from .conftest import CATALOGUE
+
+LLAMA = CATALOGUE["meta-llama/Llama-3.1-8B-Instruct"]
 
 
 @pytest.mark.parametrize("platform, memory, expected", [

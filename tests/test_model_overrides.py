@@ -8,9 +8,9 @@ the platform, docs/divergences.md "K") are left out.
 import pytest
 
 from resolver import ConflictError, resolve
-from resolver.model_source import catalogue
 
-CATALOGUE = {e.id: e.config for e in catalogue()}
+from .conftest import CATALOGUE
+
 LLAMA = CATALOGUE["meta-llama/Llama-3.1-8B-Instruct"]
 GPT_OSS = CATALOGUE["openai/gpt-oss-120b"]
 LLAMA4 = CATALOGUE["meta-llama/Llama-4-Scout-17B-16E-Instruct"]

@@ -18,12 +18,10 @@ import pytest
 from resolver import ConflictError, resolve
 from resolver.cli import main
 from resolver.model import model_facts
-from resolver.model_source import catalogue
 
-from .conftest import ROOT
+from .conftest import CATALOGUE, ROOT
 from .oracle import ORACLE, oracle_python
 
-CATALOGUE = {e.id: e.config for e in catalogue()}
 GLM = CATALOGUE["zai-org/GLM-4.7"]
 MINIMAX = CATALOGUE["MiniMaxAI/MiniMax-M2"]
 DSV3 = CATALOGUE["deepseek-ai/DeepSeek-V3"]

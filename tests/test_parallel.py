@@ -6,9 +6,10 @@ Qwen3-30B-A3B and Llama 3.1 8B catalogue configs: 18 launches, all agreeing.
 import pytest
 
 from resolver.api import get_engine, resolve_request
-from resolver.model_source import catalogue
 
-LLAMA = next(e.config for e in catalogue() if e.id == "meta-llama/Llama-3.1-8B-Instruct")
+from .conftest import CATALOGUE
+
+LLAMA = CATALOGUE["meta-llama/Llama-3.1-8B-Instruct"]
 
 
 def _resolve(**args):

@@ -118,9 +118,17 @@ class Resolution:
         self.outcome = outcome
         #: every option in scope -> resolved value (None where SGLang leaves the field unset), and every
         #: other SGLang field the user typed, as typed
-        self.values: dict[str, Any] = {**request.unchecked, **outcome.values}
-        #: the SGLang fields the user typed that no rule reads: carried through, not checked
-        self.unchecked: tuple[str, ...] = tuple(sorted(n for n in request.unchecked if n not in CONSUMED))
+        options = engine.pack.options
+        self.values: dict[str, Any] = {**request.unchecked,
+                                       **{n: v for n, v in outcome.values.items() if not options[n].env}}
+        #: the environment SGLang's processes get: every variable the resolution sets (as SGLang writes it)
+        #: and every other variable the request gave, carried through
+        self.env: dict[str, str] = {**request.environment, **{n: env_text(v) for n, v in outcome.values.items()
+                                                             if options[n].env and v is not None}}
+        #: the SGLang fields (and environment variables) the user gave that no rule reads: carried
+        #: through, not checked
+        self.unchecked: tuple[str, ...] = tuple(sorted(
+            [n for n in request.unchecked if n not in CONSUMED] + list(request.environment)))
         #: option -> :class:`~resolver.resolution.Derivation`
         self.derivations: dict[str, Derivation] = {n: outcome.derivations[n] for n in engine.pack.options}
         self.conflicts: tuple[ConflictReport, ...] = conflicts
@@ -172,10 +180,12 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     platform_source: str | None = None, fixes: bool = True,
                     installed: dict[str, bool] | None = None, strict: bool = False,
                     check_installed: bool = False, require_known_kernels: bool = False,
-                    draft_model: dict | None = None, gpu_memory_gb: float | None = None) -> Resolution:
+                    draft_model: dict | None = None, gpu_memory_gb: float | None = None,
+                    env: dict[str, str] | None = None) -> Resolution:
     """Resolve without raising on conflicts (the CLI and batch mode use this).  ``draft_model`` is the
     draft checkpoint's config.json; without it, ``--speculative-draft-model-path`` is looked up.
-    ``gpu_memory_gb`` replaces the memory of the platform's card."""
+    ``gpu_memory_gb`` replaces the memory of the platform's card.  ``env`` holds the environment
+    variables already set where SGLang starts."""
     plat, source = _platform(platform)
     if gpu_memory_gb is not None:
         plat = plat.with_memory(gpu_memory_gb)
@@ -194,7 +204,8 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     if args is not None and not isinstance(args, dict):
         raise InputError(f"args must be a mapping of option names to values, got {type(args).__name__}")
     rule_args, unchecked, arg_notes = split_unchecked(engine.pack, dict(args or {}), flags)
-    typed, more_notes, spelled = coerce_args(engine.pack, rule_args, flags)
+    declared, environment = _environment(engine.pack, env)
+    typed, more_notes, spelled = coerce_args(engine.pack, {**rule_args, **declared}, flags)
     deprecations = [Notice("deprecated", n) for n in (*notes, *arg_notes, *more_notes)]
     if isinstance(model, str):
         model = load_model_config(model)
@@ -206,7 +217,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
         draft = draft_facts(*find_draft(typed.get("speculative_draft_model_path")))
     request = Request(plat, platform_source or source, facts, typed, dict(flags or {}),
                       installed_facts(installed, probed), spelled, bool(strict), kernels, unchecked,
-                      require_known_kernels=bool(require_known_kernels), draft=draft)
+                      require_known_kernels=bool(require_known_kernels), draft=draft, environment=environment)
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
     # no change of options helps: say where the same launch would resolve
@@ -218,6 +229,28 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     return Resolution(engine, request, outcome, conflicts,
                       (*deprecations, *_architecture_notices(engine, facts), *_draft_notices(outcome, draft),
                        *kernel_notices), elsewhere)
+
+
+def env_text(value: Any) -> str:
+    """A value as SGLang writes it into the environment (``str()``: ``False``, ``2048``)."""
+    return value if isinstance(value, str) else str(value)
+
+
+def _environment(pack, env: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """The request's environment split into the variables rules declare and the rest."""
+    if env is None:
+        return {}, {}
+    if not isinstance(env, dict):
+        raise InputError(f"env must be a mapping of variable names to values, got {type(env).__name__}")
+    declared, other = {}, {}
+    for name, value in env.items():
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            raise InputError(f"environment variable names must be non-empty strings without '=', got {name!r}")
+        if not isinstance(value, str) or "\0" in value:
+            raise InputError(f"environment variable {name} must be a string, got {value!r}")
+        option = pack.options.get(name)
+        (declared if option is not None and option.env else other)[name] = value
+    return declared, other
 
 
 def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[str, tuple[Any, str]]:
@@ -273,7 +306,8 @@ def _architecture_notices(engine: Engine, facts: dict) -> tuple[Notice, ...]:
 def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, model: dict | str | None = None,
             model_arch: str | None = None, rules: str | None = None, installed: dict[str, bool] | None = None,
             strict: bool = False, check_installed: bool = False, require_known_kernels: bool = False,
-            draft_model: dict | None = None, gpu_memory_gb: float | None = None) -> Resolution:
+            draft_model: dict | None = None, gpu_memory_gb: float | None = None,
+            env: dict[str, str] | None = None) -> Resolution:
     """Resolve a launch configuration.
 
     :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
@@ -289,6 +323,8 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     :param draft_model: the speculative draft checkpoint's config.json as a dict (default: looked up from
         ``speculative_draft_model_path`` like a model path, offline).
     :param gpu_memory_gb: memory of one GPU (default: the card the platform or alias names).
+    :param env: environment variables already set where SGLang starts (``{"SGLANG_USE_AITER": "1"}``);
+        the result's ``env`` holds the environment SGLang's processes get.
     :returns: the :class:`Resolution`.
     :raises ConflictError: the configuration conflicts (a ``ValueError``; ``.conflicts`` has them all).
     :raises ResolverError: any other expected failure (bad input, broken rule files).
@@ -296,7 +332,7 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     res = resolve_request(get_engine(rules), platform=platform, args=args, model=model, model_arch=model_arch,
                           installed=installed, strict=strict, check_installed=check_installed,
                           require_known_kernels=require_known_kernels, draft_model=draft_model,
-                          gpu_memory_gb=gpu_memory_gb)
+                          gpu_memory_gb=gpu_memory_gb, env=env)
     if res.conflicts:
         raise ConflictError(res)
     return res

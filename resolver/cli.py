@@ -84,14 +84,18 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     g.add_argument("--check-installed", action="store_true",
                    help="count the kernel packages installed on this machine even for a named platform "
                         "(always so with --platform auto)")
+    g.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="an environment variable already set where SGLang starts (e.g. SGLANG_USE_AITER=1); "
+                        "the resolution keeps or overwrites it as SGLang would")
     g.add_argument("--installed", action="append", default=[], metavar="PKG=yes|no",
                    help="whether a kernel package is present on the target (e.g. flashinfer=no)")
     o = p.add_argument_group("output")
     o.add_argument("--explain", nargs="?", const=True, default=False, metavar="OPTION",
                    help="say why each value is what it is (or only OPTION's)")
-    o.add_argument("--format", choices=["text", "json", "args"], default="text",
-                   help="output format: text (default), json, or args (the resolved SGLang launch command, "
-                        "ready to paste; a conflict is reported on stderr instead)")
+    o.add_argument("--format", choices=["text", "json", "args", "env"], default="text",
+                   help="output format: text (default), json, args (the resolved SGLang launch command, "
+                        "ready to paste) or env (the environment variables SGLang sets, as shell export lines); "
+                        "for args and env a conflict is reported on stderr instead")
     o.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="colour the text output: auto (default) colours a terminal unless NO_COLOR is set")
     o.add_argument("--require-known-kernels", action="store_true",
@@ -106,6 +110,8 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     cat = catalogue()
     opts = p.add_argument_group("launch options the rules check (SGLang flags)")
     for opt in sorted(pack.options.values(), key=lambda o: o.flag):
+        if opt.env:  # an environment variable: --env NAME=VALUE
+            continue
         sglang = cat.by_dest[opt.name].flags if opt.name in cat.by_dest else ()
         names = list(dict.fromkeys([opt.flag, *sglang, *opt.aliases]))
         help_ = opt.help
@@ -128,7 +134,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     return p
 
 
-_OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--vendor", "--model-config", "--model-arch", "--installed",
+_OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--env", "--vendor", "--model-config", "--model-arch", "--installed",
               "--strict", "--require-known-kernels", "--check-installed", "--explain", "--format", "--color", "--rules", "--batch", "--no-fixes",
               "--help")
 
@@ -192,6 +198,16 @@ def _platform_arg(ns) -> tuple[Any, str | None]:
     return ns.platform, None
 
 
+def _environment(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise InputError(f"--env expects NAME=VALUE, got '{item}'")
+        out[name] = value
+    return out
+
+
 def _installed(items: list[str]) -> dict[str, bool]:
     out = {}
     for item in items:
@@ -212,7 +228,11 @@ def _emit(res, ns, out: Output, err: Output) -> int:
         from .launch_line import launch_argv, shell_line
 
         out.write(shell_line(launch_argv(res)) + "\n")
-    elif ns.format == "args":  # nothing to paste: say why where a script reading stdout will not take it as a command
+    elif ns.format == "env" and not res.conflicts:
+        from .launch_line import export_lines
+
+        out.write("".join(line + "\n" for line in export_lines(res)))
+    elif ns.format in ("args", "env"):  # nothing to paste: say why where a script reading stdout will not take it as a command
         err.write_safe(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(err, ns.color)))
     else:
         # render_text escapes what it quotes itself: escaping here would break its colour codes
@@ -240,7 +260,8 @@ def _single(engine: Engine, ns, out: Output, err: Output) -> int:
     res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
                           flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed),
                           strict=ns.strict, check_installed=ns.check_installed, fixes=not ns.no_fixes,
-                          require_known_kernels=ns.require_known_kernels, gpu_memory_gb=ns.gpu_memory_gb)
+                          require_known_kernels=ns.require_known_kernels, gpu_memory_gb=ns.gpu_memory_gb,
+                          env=_environment(ns.env))
     return _emit(res, ns, out, err)
 
 

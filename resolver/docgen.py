@@ -35,7 +35,7 @@ def options_markdown(pack: RulePack) -> str:
         "|---|---|---|---|---|---|",
     ]
     cat = catalogue()
-    for opt in sorted(pack.options.values(), key=lambda o: o.name):
+    for opt in sorted((o for o in pack.options.values() if not o.env), key=lambda o: o.name):
         flag = f"`{opt.flag}`" + "".join(f"<br>`{a}` (deprecated)" for a in opt.aliases)
         action = cat.by_dest.get(opt.name)
         if action is not None and action.kind == "bool_optional":  # SGLang's --no-x twin sets false
@@ -48,6 +48,20 @@ def options_markdown(pack: RulePack) -> str:
             values += "<br>means unset: " + ", ".join(f"`{v}`" for v in opt.unset_values)
         default = "unset (null)" if opt.default is None else f"`{opt.default}`"
         lines.append(f"| `{opt.name}` | {flag} | {opt.type} | {values} | {default} | {_cell(opt.help)} |")
+    lines += [
+        "",
+        "## Environment variables",
+        "",
+        "The environment variables SGLang 0.5.23's resolution sets (`kind: env` in `rules/env.yaml`). A",
+        "request gives the ones already set in its environment (`env` in a batch line or the API,",
+        "`--env NAME=VALUE`); results list them under `env`, and `--format env` prints them for a shell.",
+        "",
+        "| variable | default | meaning |",
+        "|---|---|---|",
+    ]
+    for opt in sorted((o for o in pack.options.values() if o.env), key=lambda o: o.name):
+        default = "not set" if opt.default is None else f"`{opt.default}`"
+        lines.append(f"| `{opt.name}` | {default} | {_cell(opt.help)} |")
     return "\n".join(lines) + "\n"
 
 

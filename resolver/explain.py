@@ -113,17 +113,28 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         lines.append("")
         lines += _conflicts(res, style)
     else:
-        lines.append("")
-        lines.append(style("resolved configuration:", "head"))
-        names = [only] if only else [n for n in sorted(pack.options) if res.derivations[n].source != "fallback"]
+        shown = [only] if only else [n for n in sorted(pack.options) if res.derivations[n].source != "fallback"]
+        names = [n for n in shown if not pack.options[n].env]
+        if names or not only:
+            lines.append("")
+            lines.append(style("resolved configuration:", "head"))
         width = max([len(n) for n in names] + [1])
         for name in names:
             d = res.derivations[name]
             lines.append(f"  {_e(f'{name:<{width}}')} = {style(f'{show_value(d.value):<16}', 'good')} "
                          f"({_e(_source_label(d))})")
-        rest = len(pack.options) - len(names)
+        rest = sum(not o.env for o in pack.options.values()) - len(names)
         if not only and rest:
             lines.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
+        variables = [n for n in shown if pack.options[n].env and res.derivations[n].value is not None]
+        if variables:
+            lines.append("")
+            lines.append(style("environment SGLang sets (--format env prints it for a shell):", "head"))
+            width = max(len(n) for n in variables)
+            for name in variables:
+                d = res.derivations[name]
+                lines.append(f"  {_e(f'{name:<{width}}')} = {style(f'{res.env[name]:<16}', 'good')} "
+                             f"({_e(_source_label(d))})")
     if res.unchecked:
         lines.append("")
         typed = " ".join(_flag_and_value(res, n) for n in res.unchecked)
@@ -136,7 +147,9 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
     if explain and not res.conflicts:
         lines.append("")
         lines.append(style("why:", "head"))
-        names = [only] if only else [n for n in sorted(pack.options) if res.derivations[n].source != "fallback"]
+        # the launch options first, then the environment they lead to
+        names = [only] if only else [n for n in sorted(pack.options, key=lambda n: (pack.options[n].env, n))
+                                     if res.derivations[n].source != "fallback"]
         tree = _Tree(res, style)
         for name in names:
             lines += _derivation(res, name, tree, style)
@@ -273,6 +286,7 @@ def to_json_dict(res) -> dict[str, Any]:
         "platform": platform,
         "model": model,
         "values": dict(res.values),
+        "env": dict(sorted(res.env.items())),
         "derivations": {n: d.to_dict() for n, d in res.derivations.items()},
         "facts": {n: f.to_dict() for n, f in sorted(res.outcome.facts.items()) if n.startswith(("model.", "platform."))
                   or n in res.engine.pack.facts},

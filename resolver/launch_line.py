@@ -10,15 +10,18 @@ from .catalogue import catalogue
 from .expressions import cached_expression
 from .options import to_argv
 
-__all__ = ["LAUNCHER", "copied_from_checkpoint", "launch_argv", "launch_value", "shell_line", "typed_after_fix"]
+__all__ = ["LAUNCHER", "copied_from_checkpoint", "export_lines", "launch_argv", "launch_value", "shell_line",
+           "typed_after_fix"]
 
 #: how SGLang 0.5.23 starts a server
 LAUNCHER = ("python", "-m", "sglang.launch_server")
 
 
 def _typed(res) -> dict[str, Any]:
-    """What the user typed, as SGLang fields (deprecated value spellings already normalised)."""
-    return {**res.request.unchecked, **res.request.args}
+    """What the user typed, as SGLang fields (deprecated value spellings already normalised); the
+    environment variables a request gives are not flags."""
+    options = res.engine.pack.options
+    return {**res.request.unchecked, **{n: v for n, v in res.request.args.items() if not options[n].env}}
 
 
 def copied_from_checkpoint(res, name: str) -> bool:
@@ -63,10 +66,16 @@ def launch_argv(res) -> tuple[str, ...]:
 
 def typed_after_fix(res, fix) -> tuple[str, ...]:
     """The complete command line the user types once ``fix`` is applied (not only the delta)."""
+    options = res.engine.pack.options
     typed = {n: v for n, v in _typed(res).items() if n not in fix.unset}
-    typed.update(fix.set)
+    typed.update((n, v) for n, v in fix.set.items() if n not in options or not options[n].env)
     return to_argv(res.engine.pack, typed)
 
 
 def shell_line(argv: tuple[str, ...]) -> str:
     return shlex.join((*LAUNCHER, *argv))
+
+
+def export_lines(res) -> list[str]:
+    """The environment SGLang's processes get, as POSIX shell ``export`` lines (``--format env``)."""
+    return [f"export {name}={shlex.quote(value)}" for name, value in sorted(res.env.items())]

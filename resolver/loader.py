@@ -286,8 +286,8 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
             continue
         seen[ref.id] = ref
         kind, doc = rule["kind"], " ".join(rule["doc"].split())
-        if kind == "option":
-            opt = _option(b, ref, doc, rule)
+        if kind in ("option", "env"):
+            opt = _option(b, ref, doc, rule) if kind == "option" else _env(ref, doc, rule)
             if opt.name in options:
                 b.problem(file, ref.line, f"option '{opt.name}' is declared twice (also {options[opt.name].ref})")
             options[opt.name] = opt
@@ -390,6 +390,12 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
     return Option(ref, doc, name, rule.get("flag", "--" + name.replace("_", "-")), typ, " ".join(rule["help"].split()),
                   choices, tuple(rule.get("aliases", ())), value_aliases, tuple(rule.get("unset_values", ())),
                   rule.get("default"), rule.get("minimum"), rule.get("kernel_role"))
+
+
+def _env(ref: RuleRef, doc: str, rule: _Mapping) -> Option:
+    """An environment variable SGLang sets: an option whose values are the variable's text."""
+    name = rule["name"]
+    return Option(ref, doc, name, name, "str", " ".join(rule["help"].split()), default=rule.get("default"), env=True)
 
 
 def _check_value(b: _Builder, ref: RuleRef, options: dict[str, Option], name: str, value: Any, key: str) -> None:

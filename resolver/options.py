@@ -132,6 +132,9 @@ def split_unchecked(pack: RulePack, args: dict[str, Any], flags: dict[str, str] 
         if deprecated:
             instead = f"; use {deprecated}" if isinstance(deprecated, str) else ""
             notes.append(f"{typed_flag} is deprecated in SGLang {cat.sglang_version}{instead}")
+        if name in pack.options and pack.options[name].env:
+            raise InputError(f"{name} is an environment variable, not a launch option: give it in 'env' "
+                             f"(--env {name}=VALUE)")
         if name in pack.options:
             rule_args[name] = value
             continue

@@ -67,6 +67,8 @@ class Request:
     unchecked: dict[str, Any] = field(default_factory=dict)  # SGLang fields no rule reads, carried through
     require_known_kernels: bool = False  # an unknown kernel verdict on a chosen backend is a conflict (rules/kernels.yaml)
     draft: dict[str, tuple[Any, str]] = field(default_factory=dict)  # draft fact -> (value, origin): resolver/draft.py
+    #: environment variables the request sets that no rule declares: carried through, not checked
+    environment: dict[str, str] = field(default_factory=dict)
 
     @cached_property
     def absent(self) -> dict[str, str]:

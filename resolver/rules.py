@@ -55,6 +55,9 @@ class Option:
     default: Any = None
     minimum: float | None = None
     kernel_role: str | None = None  # the role kernel adapters report this option's backends in
+    #: an environment variable SGLang sets (``kind: env``): its name is the variable's, it has no flag of its
+    #: own, a request gives it in ``env``, and results list it under ``env`` instead of ``values``
+    env: bool = False
 
 
 @dataclass(frozen=True)

@@ -345,7 +345,13 @@ def classify(request: dict, answer: dict, result: dict, fields: list[str], defau
                                                                               aliases.get(f, {})))
     if differ and _skipped_for_kernel(result, differ, sg, request, defaults):
         return "divergence"
-    return f"values differ: {', '.join(differ)}" if differ else "agree"
+    if differ:
+        return f"values differ: {', '.join(differ)}"
+    # the environment SGLang's processes get: what the request brought, with what the resolution set on top
+    expected = {**(request.get("env") or {}), **sg.get("env", {})}
+    env_differ = sorted(n for n in set(expected) | set(result.get("env", {}))
+                        if expected.get(n) != result.get("env", {}).get(n))
+    return f"environment differs: {', '.join(env_differ)}" if env_differ else "agree"
 
 
 def _spelled(value: Any, aliases: dict[str, Any]) -> Any:
@@ -441,6 +447,10 @@ def report(classes: dict[str, list[str]], requests: list[dict], answers: dict, r
                 fields = kind.split(": ", 1)[1].split(", ")
                 res = results[rid]["values"]
                 shown = {f: (sg.get("values", {}).get(f, r["args"].get(f, "<default>")), res.get(f)) for f in fields}
+                print(f"        (sglang, ours): {shown}", file=out)
+            elif kind.startswith("environment differs"):
+                names = kind.split(": ", 1)[1].split(", ")
+                shown = {n: (sg.get("env", {}).get(n), results[rid].get("env", {}).get(n)) for n in names}
                 print(f"        (sglang, ours): {shown}", file=out)
             elif sg.get("status") == "error":
                 print(f"        sglang: {sg['type']}: {sg['message'][:300]}", file=out)

@@ -74,7 +74,7 @@ def add_resolver_arguments(parser: argparse.ArgumentParser, rules: str | None = 
         group.add_argument("--platform", dest="resolver_platform", default="auto", help=_PLATFORM_HELP)
     for opt in sorted(pack.options.values(), key=lambda o: o.name):
         flags = [opt.flag, *opt.aliases]
-        if _existing(parser, flags) is not None:
+        if opt.env or _existing(parser, flags) is not None:  # an environment variable is no flag
             continue
         group = group or parser.add_argument_group(title)
         help_ = opt.help + (f" (choices: {', '.join(opt.choices)})" if opt.choices else "")
@@ -95,7 +95,7 @@ def _typed(parser: argparse.ArgumentParser, ns: argparse.Namespace, pack: RulePa
     the resolver could only refuse one its own catalogue types differently."""
     out = {}
     for opt in pack.options.values():
-        action = _existing(parser, [opt.flag, *opt.aliases])
+        action = None if opt.env else _existing(parser, [opt.flag, *opt.aliases])
         if action is None:
             continue
         value = getattr(ns, action.dest, None)
@@ -108,7 +108,7 @@ def _typed(parser: argparse.ArgumentParser, ns: argparse.Namespace, pack: RulePa
 def _write_back(parser: argparse.ArgumentParser, ns: argparse.Namespace, res: Resolution) -> None:
     """Write what the resolution decided into ``ns`` (the contract in the module docstring)."""
     for name, opt in res.engine.pack.options.items():
-        action = _existing(parser, [opt.flag, *opt.aliases])
+        action = None if opt.env else _existing(parser, [opt.flag, *opt.aliases])
         if action is None:
             continue
         value, held = launch_value(res, name), getattr(ns, action.dest, None)
@@ -151,10 +151,12 @@ def resolve_namespace(parser: argparse.ArgumentParser, ns: argparse.Namespace, *
     _write_back(parser, ns, res)
     for name in sorted(engine.pack.options):
         d = res.derivations[name]
+        # an environment variable is logged as SGLang writes it; the launcher reads it from res.env
+        value = res.env.get(name) if engine.pack.options[name].env else res.values[name]
         if d.source in ("default", "adjustment"):
-            log.info("%s = %s (%s rule %s: %s)", name, res.values[name], d.source, d.rule, d.doc)
+            log.info("%s = %s (%s rule %s: %s)", name, value, d.source, d.rule, d.doc)
         elif d.adjustments:
-            log.info("%s = %s (adjusted: %s)", name, res.values[name], d.adjustments[-1].message)
+            log.info("%s = %s (adjusted: %s)", name, value, d.adjustments[-1].message)
     for warning in res.warnings:
         log.warning("%s", warning)
     return res

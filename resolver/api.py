@@ -181,7 +181,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     installed: dict[str, bool] | None = None, strict: bool = False,
                     check_installed: bool = False, require_known_kernels: bool = False,
                     draft_model: dict | None = None, gpu_memory_gb: float | None = None,
-                    env: dict[str, str] | None = None) -> Resolution:
+                    env: dict[str, str] | None = None, gpus_per_node: int | None = None) -> Resolution:
     """Resolve without raising on conflicts (the CLI and batch mode use this).  ``draft_model`` is the
     draft checkpoint's config.json; without it, ``--speculative-draft-model-path`` is looked up.
     ``gpu_memory_gb`` replaces the memory of the platform's card.  ``env`` holds the environment
@@ -190,6 +190,9 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     if gpu_memory_gb is not None:
         plat = plat.with_memory(gpu_memory_gb)
         source = f"{source}, --gpu-memory-gb {gpu_memory_gb:g}"
+    if gpus_per_node is not None:
+        plat = plat.with_gpus_per_node(gpus_per_node)
+        source = f"{source}, --gpus-per-node {gpus_per_node}"
     # the local machine's packages count when resolving for the local GPU, or when asked
     kernels = kernel_registry()
     probed: dict[str, tuple[bool, str]] = {}
@@ -307,7 +310,7 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
             model_arch: str | None = None, rules: str | None = None, installed: dict[str, bool] | None = None,
             strict: bool = False, check_installed: bool = False, require_known_kernels: bool = False,
             draft_model: dict | None = None, gpu_memory_gb: float | None = None,
-            env: dict[str, str] | None = None) -> Resolution:
+            env: dict[str, str] | None = None, gpus_per_node: int | None = None) -> Resolution:
     """Resolve a launch configuration.
 
     :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
@@ -323,6 +326,7 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     :param draft_model: the speculative draft checkpoint's config.json as a dict (default: looked up from
         ``speculative_draft_model_path`` like a model path, offline).
     :param gpu_memory_gb: memory of one GPU (default: the card the platform or alias names).
+    :param gpus_per_node: GPUs in one node (default 8).
     :param env: environment variables already set where SGLang starts (``{"SGLANG_USE_AITER": "1"}``);
         the result's ``env`` holds the environment SGLang's processes get.
     :returns: the :class:`Resolution`.
@@ -332,7 +336,7 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     res = resolve_request(get_engine(rules), platform=platform, args=args, model=model, model_arch=model_arch,
                           installed=installed, strict=strict, check_installed=check_installed,
                           require_known_kernels=require_known_kernels, draft_model=draft_model,
-                          gpu_memory_gb=gpu_memory_gb, env=env)
+                          gpu_memory_gb=gpu_memory_gb, env=env, gpus_per_node=gpus_per_node)
     if res.conflicts:
         raise ConflictError(res)
     return res

@@ -103,7 +103,8 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
                               strict=bool(req.get("strict", strict)), fixes=fixes,
                               require_known_kernels=req.get("require_known_kernels", require_known_kernels),
                               draft_model=req.get("draft_model"), gpu_memory_gb=_gpu_memory(req),
-                              env=req.get("env"))
+                              env=req.get("env"),
+                              gpus_per_node=(req.get("platform_overrides") or {}).get("gpus_per_node"))
         return {"id": rid, **to_json_dict(res)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}

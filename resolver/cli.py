@@ -84,6 +84,8 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     g.add_argument("--check-installed", action="store_true",
                    help="count the kernel packages installed on this machine even for a named platform "
                         "(always so with --platform auto)")
+    g.add_argument("--gpus-per-node", type=int, metavar="N",
+                   help="GPUs in one node (default 8); multi-node layouts read it")
     g.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="an environment variable already set where SGLang starts (e.g. SGLANG_USE_AITER=1); "
                         "the resolution keeps or overwrites it as SGLang would")
@@ -134,7 +136,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     return p
 
 
-_OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--env", "--vendor", "--model-config", "--model-arch", "--installed",
+_OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-per-node", "--env", "--vendor", "--model-config", "--model-arch", "--installed",
               "--strict", "--require-known-kernels", "--check-installed", "--explain", "--format", "--color", "--rules", "--batch", "--no-fixes",
               "--help")
 
@@ -261,7 +263,7 @@ def _single(engine: Engine, ns, out: Output, err: Output) -> int:
                           flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed),
                           strict=ns.strict, check_installed=ns.check_installed, fixes=not ns.no_fixes,
                           require_known_kernels=ns.require_known_kernels, gpu_memory_gb=ns.gpu_memory_gb,
-                          env=_environment(ns.env))
+                          env=_environment(ns.env), gpus_per_node=ns.gpus_per_node)
     return _emit(res, ns, out, err)
 
 

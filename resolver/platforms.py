@@ -37,6 +37,9 @@ class Platform:
     #: memory of one GPU: the platform's usual card, or the card an alias names (``h200``: 141 GB), or
     #: ``--gpu-memory-gb``; SGLang's memory defaults read it (rules/memory.yaml)
     gpu_memory_gb: float = 80
+    #: GPUs in one node (``--gpus-per-node``; 8, an HGX board, by default).  SGLang 0.5.23's resolution
+    #: does not read it (its device count is never asked); multi-node layouts do
+    gpus_per_node: int = 8
 
     @property
     def capability(self) -> float:
@@ -50,6 +53,7 @@ class Platform:
             "platform.minor": self.minor,
             "platform.capability": self.capability,
             "platform.gpu_memory_gb": self.gpu_memory_gb,
+            "platform.gpus_per_node": self.gpus_per_node,
         }
 
     def with_memory(self, gpu_memory_gb: Any) -> Platform:
@@ -58,6 +62,12 @@ class Platform:
                 or not 1 <= gpu_memory_gb <= 100_000:
             raise InputError(f"--gpu-memory-gb expects a size in GB between 1 and 100000, got {gpu_memory_gb!r}")
         return replace(self, gpu_memory_gb=gpu_memory_gb)
+
+    def with_gpus_per_node(self, gpus: Any) -> Platform:
+        """The same platform in a node of another size (``--gpus-per-node``)."""
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 1024:
+            raise InputError(f"--gpus-per-node expects a whole number of GPUs between 1 and 1024, got {gpus!r}")
+        return replace(self, gpus_per_node=gpus)
 
 
 # The memory of each platform's usual card, and of the cards its aliases name, in GB of HBM/GDDR per
@@ -100,10 +110,11 @@ PLATFORM_FACTS: dict[str, str] = {
     "platform.minor": "compute-capability minor",
     "platform.capability": "major.minor as a number (8.9, 9.0, 10.3, ...)",
     "platform.gpu_memory_gb": "memory of one GPU in GB (the card an alias names, or --gpu-memory-gb)",
+    "platform.gpus_per_node": "GPUs in one node (--gpus-per-node; 8 by default)",
 }
 #: platform facts a request may set to any value (not fixed by the platform's name): reasoning about
 #: rules treats them as free, not as one value per platform (resolver/lint.py)
-VARIABLE_PLATFORM_FACTS = frozenset({"platform.gpu_memory_gb"})
+VARIABLE_PLATFORM_FACTS = frozenset({"platform.gpu_memory_gb", "platform.gpus_per_node"})
 
 
 def _index() -> dict[str, Platform]:

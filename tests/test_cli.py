@@ -247,3 +247,11 @@ def test_a_fleet_check_explains_each_failure_and_counts_conflicts_by_rule(tmp_pa
     assert "    fix: remove --dsa-decode-backend (2 more)" in text
     assert "batch: 1 resolved, 2 conflicted, 0 failed" in text
     assert "conflicts by rule:\n" in text and "1 x conflict.hisparse.decode.cuda-fp8" in text
+
+
+def test_gpus_per_node_is_a_platform_fact(capsys):
+    assert main(["--platform", "h100", "--model-arch", "LlamaForCausalLM", "--gpus-per-node", "4", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["facts"]["platform.gpus_per_node"]["value"] == 4
+    assert main(["--platform", "h100", "--model-arch", "LlamaForCausalLM", "--gpus-per-node", "0"]) == 2
+    assert "--gpus-per-node expects" in capsys.readouterr().err

@@ -28,7 +28,7 @@ from .explain import Style, render_text
 from .rules import RulePack
 from .terminal import Output
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "request_kwargs"]
 
 EXIT_OK, EXIT_CONFLICT, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 # the shell's status for a run ended by a signal: 128 + the signal's number
@@ -225,7 +225,9 @@ def _suggest(word, known) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
-def _single(engine: Engine, ns, out: Output, err: Output) -> int:
+def request_kwargs(engine: Engine, ns) -> dict[str, Any]:
+    """The keyword arguments of :func:`~resolver.api.resolve_request` for one parsed command line
+    (also how ``resolve cross-node --role`` reads each role's flags)."""
     names = [*engine.pack.options, *(d for d in catalogue().by_dest if d not in engine.pack.options)]
     args = {name: getattr(ns, name) for name in names if getattr(ns, name, None) is not None}
     flags = dict(ns._flags)
@@ -237,10 +239,14 @@ def _single(engine: Engine, ns, out: Output, err: Output) -> int:
     if len(given) > 1:
         raise InputError(f"give one of --model-path, --model-config or --model-arch, not {' and '.join(given)}")
     platform, source = _platform_arg(ns)
-    res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
-                          flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed),
-                          strict=ns.strict, check_installed=ns.check_installed, fixes=not ns.no_fixes,
-                          require_known_kernels=ns.require_known_kernels, gpu_memory_gb=ns.gpu_memory_gb)
+    return dict(platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch, flags=flags,
+                notes=notes, platform_source=source, installed=_installed(ns.installed), strict=ns.strict,
+                check_installed=ns.check_installed, require_known_kernels=ns.require_known_kernels,
+                gpu_memory_gb=ns.gpu_memory_gb)
+
+
+def _single(engine: Engine, ns, out: Output, err: Output) -> int:
+    res = resolve_request(engine, **request_kwargs(engine, ns), fixes=not ns.no_fixes)
     return _emit(res, ns, out, err)
 
 

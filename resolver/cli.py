@@ -239,10 +239,10 @@ def request_kwargs(engine: Engine, ns) -> dict[str, Any]:
     if len(given) > 1:
         raise InputError(f"give one of --model-path, --model-config or --model-arch, not {' and '.join(given)}")
     platform, source = _platform_arg(ns)
-    return dict(platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch, flags=flags,
-                notes=notes, platform_source=source, installed=_installed(ns.installed), strict=ns.strict,
-                check_installed=ns.check_installed, require_known_kernels=ns.require_known_kernels,
-                gpu_memory_gb=ns.gpu_memory_gb)
+    return {"platform": platform, "args": args, "model": ns.model_config, "model_arch": ns.model_arch, "flags": flags,
+            "notes": notes, "platform_source": source, "installed": _installed(ns.installed), "strict": ns.strict,
+            "check_installed": ns.check_installed, "require_known_kernels": ns.require_known_kernels,
+            "gpu_memory_gb": ns.gpu_memory_gb}
 
 
 def _single(engine: Engine, ns, out: Output, err: Output) -> int:

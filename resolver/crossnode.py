@@ -17,8 +17,9 @@ KV layout) come from the role's model config.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .api import Engine, Resolution, resolve_request
 from .catalogue import catalogue
@@ -26,8 +27,8 @@ from .errors import InputError, ResolverError
 from .explain import show_value
 from .options import to_argv
 
-__all__ = ["Change", "Check", "CrossFix", "CrossNodeResult", "Mismatch", "Notice", "RoleSpec", "RoleValue",
-           "CHECKS", "check_roles", "role_from_request"]
+__all__ = ["CHECKS", "COMPARED", "Change", "Check", "CrossFix", "CrossNodeResult", "Mismatch", "Notice", "RoleSpec", "RoleValue",
+           "check_roles", "render_text", "role_from_request"]
 
 #: the most roles one check takes (each is a resolution, and each fix another)
 MAX_ROLES = 64
@@ -53,7 +54,7 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
     Check("kv-cache-dtype", "kv_cache_dtype", "the KV-cache dtype",
           f"{_CONN} CommonKVManager.try_ensure_parallel_info: raises 'KV cache dtype mismatch ... Both servers must use "
           "the same --kv-cache-dtype value' (it compares the strings: auto and bfloat16 differ)"),
-    Check("model-dtype", "dtype", "the model dtype (the KV-cache dtype under --kv-cache-dtype auto)",
+    Check("model-dtype", "model.dtype", "the model dtype (the KV-cache dtype under --kv-cache-dtype auto)",
           f"{_SGLANG}mem_cache/kv_cache_dtype.py configure_kv_cache_dtype: with kv_cache_dtype auto the KV cache takes the "
           "model dtype; the PD check compares only the string 'auto', so different --dtype values pass it and the bytes "
           "sent no longer mean the same"),
@@ -106,12 +107,17 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "and KV page allocation on every rank), so they need the same model, KV dtype and page size"),
 )}
 
+#: every field some check reads, as the JSON shows each role's values
+COMPARED = ("disaggregation_mode", "kv_cache_dtype", "dtype", "page_size", "disaggregation_transfer_backend",
+            "model.dtype", "model.architecture", "model.num_hidden_layers", "model.kv_layout", "tp_size", "attn_dp_size",
+            "attn_cp_size", "attn_tp_size", "pp_size", "dcp_size", "enable_kv_cache_sharding", "nnodes", "node_rank",
+            "dist_init_addr", "dp_size", "enable_dp_attention")
 #: the fields every role of a PD layout must agree on (all pairs)
 _PD_EQUAL = ("kv-cache-dtype", "page-size", "transfer-backend", "model-architecture", "model-layers", "kv-layout")
 #: the fields the nodes of one server must agree on, by check
 _NODE_EQUAL = {"nodes-parallel": ("tp_size", "pp_size", "nnodes", "dp_size", "enable_dp_attention"),
                "nodes-dist-init-addr": ("dist_init_addr",),
-               "nodes-model": ("kv_cache_dtype", "page_size", "dtype", "model.architecture", "model.num_hidden_layers",
+               "nodes-model": ("kv_cache_dtype", "page_size", "model.dtype", "model.architecture", "model.num_hidden_layers",
                                "model.kv_layout")}
 
 
@@ -232,6 +238,8 @@ class CrossNodeResult:
     mismatches: tuple[Mismatch, ...]
     notices: tuple[Notice, ...]
     checked: tuple[str, ...]  # the CHECKS ids that applied to this layout
+    #: role -> the compared values (fields of COMPARED), when every role resolved
+    compared: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def conflicting(self) -> tuple[str, ...]:
@@ -252,6 +260,8 @@ class CrossNodeResult:
                                    "platform_source": res.request.platform_source,
                                    "disaggregation_mode": res.values.get("disaggregation_mode"),
                                    "warnings": [w.code for w in res.warnings]}
+            if name in self.compared:
+                row["values"] = self.compared[name]
             if res.conflicts:
                 row["conflicts"] = [c.to_dict() for c in res.conflicts]
             roles[name] = row
@@ -269,6 +279,13 @@ class _View:
     def __init__(self, spec: RoleSpec, res: Resolution):
         self.spec, self.res = spec, res
         self._model = _model_layout(spec, res)
+        self._config = _raw_config(spec)[0]
+
+    def _model_dtype(self) -> RoleValue:
+        typed = self.read("dtype")
+        value, how = _effective_dtype(typed.value, self._config)
+        origin = f"typed ({how})" if typed.source == "user" else how
+        return RoleValue(self.name, value, typed.source, origin, typed.rule)
 
     @property
     def name(self) -> str:
@@ -282,6 +299,8 @@ class _View:
         if name in self._model:
             value, origin = self._model[name]
             return RoleValue(self.name, value, "model", origin)
+        if name == "model.dtype":
+            return self._model_dtype()
         if name == "attn_tp_size":
             tp, dp, cp = (self.value(n) for n in ("tp_size", "attn_dp_size", "attn_cp_size"))
             dp = dp if isinstance(dp, int) and dp > 0 else 1
@@ -295,7 +314,7 @@ class _View:
             elif d.source == "adjustment" and d.adjustments:
                 origin = f"{show_value(d.adjustments[0].old)} adjusted by {d.rule}"
             elif d.source == "fallback":
-                origin = f"the option's default ({d.rule})"
+                origin = f"SGLang's default, {d.rule}"
             else:
                 origin = f"{d.source} rule {d.rule}" if d.rule else d.source
             return RoleValue(self.name, d.value, d.source, origin, rule)
@@ -306,6 +325,24 @@ class _View:
             return RoleValue(self.name, res.values[name], "computed", "the resolution")
         default = catalogue().default(name) if name in catalogue().by_dest else None
         return RoleValue(self.name, default, "sglang-default", f"SGLang 0.5.23's default of {_flag(name)}")
+
+
+_DTYPES = {"half": "float16", "float16": "float16", "float": "float32", "float32": "float32", "bfloat16": "bfloat16"}
+
+
+def _effective_dtype(typed: Any, config: dict[str, Any] | None) -> tuple[str | None, str]:
+    """The model dtype SGLang runs (configs/model_config.py _get_and_verify_dtype), and how it was found."""
+    if isinstance(typed, str) and typed.lower() != "auto":
+        return _DTYPES.get(typed.lower(), typed), f"--dtype {typed}"
+    if config is None:
+        return None, "--dtype auto with no config: unknown"
+    raw = config.get("dtype") or config.get("torch_dtype")
+    found = _DTYPES.get(raw) if isinstance(raw, str) else None
+    if found is None or found == "float32":
+        model_type = str(config.get("model_type", ""))
+        # SGLang: a float32 (or unknown) checkpoint runs float16, bfloat16 for Gemma
+        return ("bfloat16" if model_type.startswith("gemma") else "float16"), f"--dtype auto, config dtype {raw}"
+    return found, f"--dtype auto: the config's torch_dtype {raw}"
 
 
 def _attn_tp(tp: Any, dp: int, cp: Any) -> int | None:
@@ -404,7 +441,8 @@ def _equal(check: str, fieldname: str, views: list[_View]) -> Mismatch | None:
     if len({repr(x.value) for x in values}) <= 1 or any(x.value is None for x in values) and fieldname.startswith("model."):
         return None
     shown = ", ".join(f"{x.role} {show_value(x.value)}" for x in values)
-    return Mismatch(check, fieldname, f"{CHECKS[check].what} differ: {shown}", tuple(values))
+    label = CHECKS[check].what if check in _PD_EQUAL or check == "model-dtype" else fieldname
+    return Mismatch(check, fieldname, f"{label} differs: {shown}", tuple(values))
 
 
 def _compare(views: list[_View]) -> tuple[str, list[Mismatch], list[Notice], list[str]]:
@@ -428,27 +466,32 @@ def _compare(views: list[_View]) -> tuple[str, list[Mismatch], list[Notice], lis
                                        f"outside PD: {'; '.join(problems)}",
                                        tuple(v.read("disaggregation_mode") for v in views)))
         for check in _PD_EQUAL:
+            if check in ("model-layers", "kv-layout") and _arch_differs(mismatches):
+                continue  # another architecture differs in everything: said once
             found = _equal(check, CHECKS[check].field, views)
             if found is not None:
                 mismatches.append(found)
         if all(v.value("kv_cache_dtype") == "auto" for v in views):
-            found = _equal("model-dtype", "dtype", views)
+            found = _equal("model-dtype", "model.dtype", views)
             if found is not None:
                 mismatches.append(found)
         for p in prefill:
             for d in decode:
                 _pair(p, d, mismatches, notices)
-        _model_path_notice(views, notices)
+        if not any(m.field.startswith("model.") for m in mismatches):
+            _model_path_notice(views, notices)
     for group in _node_groups(views, layout):
         checked += [c for c in ("nodes-parallel", "nodes-dist-init-addr", "nodes-node-rank", "nodes-model")
                     if c not in checked]
         for check, fields in _NODE_EQUAL.items():
             for name in fields:
+                if name in ("model.num_hidden_layers", "model.kv_layout") and _arch_differs(mismatches):
+                    continue
                 found = _equal(check, name, group)
                 if found is not None:
                     mismatches.append(found)
         _node_ranks(group, mismatches, notices)
-        if layout == "multi-node":
+        if layout == "multi-node" and not any(m.field.startswith("model.") for m in mismatches):
             _model_path_notice(group, notices)
         platforms = sorted({v.res.request.platform.name for v in group})
         if len(platforms) > 1:
@@ -459,6 +502,10 @@ def _compare(views: list[_View]) -> tuple[str, list[Mismatch], list[Notice], lis
         checked.append("nodes-node-rank")
         _node_ranks(views, mismatches, notices)
     return layout, _unique(mismatches), notices, checked
+
+
+def _arch_differs(mismatches: list[Mismatch]) -> bool:
+    return any(m.field == "model.architecture" for m in mismatches)
 
 
 def _unique(mismatches: list[Mismatch]) -> list[Mismatch]:
@@ -478,7 +525,9 @@ def _pair(p: _View, d: _View, mismatches: list[Mismatch], notices: list[Notice])
     mla = bool(d.res.outcome.facts.get("model.mla") and d.res.outcome.facts["model.mla"].value)
     if ptp.value != dtp.value and isinstance(ptp.value, int) and isinstance(dtp.value, int) and backend != "fake":
         small, large = sorted((ptp.value, dtp.value))
+        warn_slicing = True
         if large % small:
+            warn_slicing = False
             mismatches.append(Mismatch("attn-tp-ratio", "attn_tp_size",
                                        f"attention TP sizes {p.name} {ptp.value} and {d.name} {dtp.value}: {large} is not "
                                        f"a multiple of {small}", (ptp, dtp)))
@@ -493,7 +542,7 @@ def _pair(p: _View, d: _View, mismatches: list[Mismatch], notices: list[Notice])
             mismatches.append(Mismatch("attn-tp-equal", "attn_tp_size",
                                        f"attention TP sizes {p.name} {ptp.value} and {d.name} {dtp.value} differ, but "
                                        f"{' and '.join(needs_equal)} needs them equal", (ptp, dtp)))
-        elif not mla:
+        elif not mla and warn_slicing:
             notices.append(Notice("pd-tp-performance", f"{p.name} and {d.name} use different attention TP sizes "
                                   f"({ptp.value}, {dtp.value}) with a non-MLA model: SGLang transfers sliced KV heads and "
                                   "warns 'Performance is NOT guaranteed when using different TP sizes for non-MLA "
@@ -583,6 +632,16 @@ def _candidates(m: Mismatch, views: dict[str, _View]) -> list[tuple[str, tuple[C
             names = ", ".join(c.role for c in changes)
             out.append((f"{names}: --tp-size {views[target.role].value('tp_size')} (as {target.role})", changes))
         return out
+    if m.check == "model-dtype":
+        for target in m.values:
+            others = [v for v in m.values if v.value != target.value]
+            typed = [o for o in others if o.role in views and "dtype" in views[o.role].spec.args]
+            if typed and len(typed) == len(others):
+                out.append((f"{', '.join(o.role for o in others)}: omit --dtype",
+                            tuple(Change(o.role, {}, ("dtype",)) for o in others)))
+            out.append((f"{', '.join(o.role for o in others)}: --dtype {target.value} (as {target.role})",
+                        tuple(Change(o.role, {"dtype": target.value}) for o in others)))
+        return out
     if m.field == "pp_size":
         p, d = m.values
         return [(f"{d.role}: --pp-size {p.value} (as {p.role})", (Change(d.role, {"pp_size": p.value}),)),
@@ -598,6 +657,10 @@ def _candidates(m: Mismatch, views: dict[str, _View]) -> list[tuple[str, tuple[C
             changes = tuple(Change(o.role, {}, model_from=target.role) for o in others)
             what = "the model of " + target.role
         else:
+            if target.source in ("fallback", "sglang-default") and all(o.source == "user" for o in others):
+                # the other side took the default: dropping the typed value is the smaller change
+                out.append((f"{', '.join(o.role for o in others)}: omit {_flag(m.field)} (as {target.role})",
+                            tuple(Change(o.role, {}, (m.field,)) for o in others)))
             changes = tuple(Change(o.role, {m.field: target.value}) if target.value is not None
                             else Change(o.role, {}, (m.field,)) for o in others)
             what = f"{_flag(m.field)} {show_value(target.value)}" if target.value is not None else f"no {_flag(m.field)}"
@@ -610,7 +673,12 @@ def _fixes(engine: Engine, m: Mismatch, specs: dict[str, RoleSpec], views: dict[
            before: set[tuple]) -> Mismatch:
     fixes: list[CrossFix] = []
     dropped: list[dict[str, str]] = []
+    tried: set[str] = set()
     for description, changes in _candidates(m, views):
+        key = repr(sorted((c.role, sorted(c.set.items(), key=str), c.unset, c.model_from) for c in changes))
+        if key in tried:  # one change reached two ways (pp 1 as the prefill's, and pp 1 outright)
+            continue
+        tried.add(key)
         new_views = dict(views)
         failed = None
         for c in changes:
@@ -628,9 +696,12 @@ def _fixes(engine: Engine, m: Mismatch, specs: dict[str, RoleSpec], views: dict[
             _, after, _, _ = _compare(list(new_views.values()))
             keys = {x.key for x in after}
             still = [x for x in after if x.check == m.check and x.field == m.field
-                     and set(v.role for v in x.values) & set(v.role for v in m.values)]
+                     and {v.role for v in x.values} & {v.role for v in m.values}]
             if still:
-                failed = f"the mismatch remains: {still[0].message}"
+                now = [new_views[c.role].read(m.field) for c in changes if m.field != "attn_tp_size"]
+                failed = ("the mismatch remains: " + "; ".join(f"{v.role} then has {m.field} {show_value(v.value)} "
+                                                               f"({v.source}: {v.origin})" for v in now)
+                          if now else f"the mismatch remains: {still[0].message}")
         if failed is not None:
             dropped.append({"description": description, "reason": failed})
             continue
@@ -672,7 +743,7 @@ def check_roles(engine: Engine, specs: list[RoleSpec], fixes: bool = True) -> Cr
         raise InputError(f"cross-node: at most {MAX_ROLES} roles, got {len(specs)}")
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
-        raise InputError(f"cross-node: role names must be distinct, got {sorted(n for n in names if names.count(n) > 1)[0]!r} twice")
+        raise InputError(f"cross-node: role names must be distinct, got {min(n for n in names if names.count(n) > 1)!r} twice")
     resolutions: dict[str, Resolution] = {}
     for spec in specs:
         try:
@@ -687,7 +758,8 @@ def check_roles(engine: Engine, specs: list[RoleSpec], fixes: bool = True) -> Cr
         by_name = {s.name: s for s in specs}
         before = {m.key for m in mismatches}
         mismatches = [_fixes(engine, m, by_name, views, before) for m in mismatches]
-    return CrossNodeResult(layout, resolutions, tuple(mismatches), tuple(notices), tuple(checked))
+    compared = {n: {f: v.value(f) for f in COMPARED} for n, v in views.items()}
+    return CrossNodeResult(layout, resolutions, tuple(mismatches), tuple(notices), tuple(checked), compared)
 
 
 _ROLE_KEYS = {"platform", "model", "model_arch", "model_path", "args", "installed", "strict", "model_files",
@@ -736,8 +808,8 @@ def role_from_request(name: str, req: Any) -> RoleSpec:
 
 def render_text(result: CrossNodeResult) -> str:
     """The result for an operator: the roles, then each mismatch with its values, why, and checked fixes."""
-    lines = [f"{'PD' if result.layout == 'pd' else 'multi-node'} layout, {len(result.roles)} role"
-             f"{'s' if len(result.roles) != 1 else ''}:"]
+    count = len(result.roles)
+    lines = [f"{'PD' if result.layout == 'pd' else 'multi-node'} layout, {count} role{'s' if count != 1 else ''}:"]
     width = max(len(n) for n in result.roles)
     for name, res in result.roles.items():
         mode = res.values.get("disaggregation_mode")
@@ -853,7 +925,7 @@ def cross_node(argv: list[str], out) -> int:
     ns = p.parse_args(argv)
     if bool(ns.file) == bool(ns.role):
         raise InputError("cross-node: give either FILE.json or --role NAME=FLAGS (two or more), not "
-                         + ("both" if ns.file else "neither"))
+                         + ("both (quote each role's flags: --role NAME='--platform b200 ...')" if ns.file else "neither"))
     engine = get_engine(ns.rules)
     specs = _roles_from_file(ns.file) if ns.file else _roles_from_flags(engine, ns.role)
     result = check_roles(engine, specs, fixes=not ns.no_fixes)

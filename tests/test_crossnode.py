@@ -114,10 +114,10 @@ result: 1 mismatch
 
 
 def test_the_worked_example_text_is_the_documented_one():
-    code, out, err = run(["--role", "prefill=--platform b200 --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
-                                    "--disaggregation-mode prefill",
-                          "--role", "decode=--platform h200 --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
-                                    "--disaggregation-mode decode"])
+    code, out, err = run(["--role", ("prefill=--platform b200 --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
+                                    "--disaggregation-mode prefill"),
+                          "--role", ("decode=--platform h200 --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
+                                    "--disaggregation-mode decode")])
     assert code == 1 and not err
     assert re.sub(r"\.yaml:\d+", ".yaml:N", out) == GOLDEN  # rule lines move as rule files grow
     with open(os.path.join(os.path.dirname(__file__), "..", "docs", "cross-node.md"), encoding="utf-8") as fh:
@@ -222,7 +222,7 @@ def test_a_role_that_conflicts_is_reported_per_role_and_nothing_is_compared():
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(roles, fh)
     try:
-        code, out, err = run([fh.name])
+        code, out, _err = run([fh.name])
     finally:
         os.unlink(fh.name)
     assert code == 1 and "role decode conflicts" in out and "conflict.hisparse.decode.cuda-fp8" in out
@@ -260,7 +260,7 @@ def test_a_bad_roles_file_exits_2(content, phrase):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         fh.write(content)
     try:
-        code, out, err = run([fh.name])
+        code, _out, err = run([fh.name])
     finally:
         os.unlink(fh.name)
     assert code == 2 and phrase in err and "Traceback" not in err, err
@@ -300,9 +300,9 @@ def test_the_json_shape():
 
 
 def test_no_fixes_lists_the_mismatch_without_fixes():
-    code, out, _ = run(["--no-fixes", "--format", "json", "--role", "p=--platform b200 --model-path deepseek-v3 "
-                        "--disaggregation-mode prefill", "--role", "d=--platform h200 --model-path deepseek-v3 "
-                        "--disaggregation-mode decode"])
+    code, out, _ = run(["--no-fixes", "--format", "json", "--role", ("p=--platform b200 --model-path deepseek-v3 "
+                        "--disaggregation-mode prefill"), "--role", ("d=--platform h200 --model-path deepseek-v3 "
+                        "--disaggregation-mode decode")])
     data = json.loads(out)
     assert code == 1 and data["mismatches"][0]["fixes"] == [] and data["mismatches"][0]["not_offered"] == []
 

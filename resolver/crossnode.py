@@ -49,8 +49,8 @@ class Check:
 CHECKS: dict[str, Check] = {c.id: c for c in (
     # -- a PD layout: every prefill and decode server
     Check("pd-modes", "disaggregation_mode", "the roles' PD modes",
-          f"{_SGLANG}managers/disagg_service.py: a prefill server (disaggregation_mode prefill) serves the KV bootstrap "
-          "that decode servers pull from; a null role is not part of PD, and SGLang's router pairs prefill and decode servers"),
+          f"{_SGLANG}managers/disagg_service.py start_disagg_service: only a prefill server starts the KV bootstrap "
+          "server that decode servers register with and pull KV through; a server in mode null takes no part in PD"),
     Check("kv-cache-dtype", "kv_cache_dtype", "the KV-cache dtype",
           f"{_CONN} CommonKVManager.try_ensure_parallel_info: raises 'KV cache dtype mismatch ... Both servers must use "
           "the same --kv-cache-dtype value' (it compares the strings: auto and bfloat16 differ)"),
@@ -62,8 +62,8 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           f"{_CONN} CommonKVManager.try_ensure_parallel_info: raises 'Page size mismatch ... Both servers must use the "
           "same --page-size value'"),
     Check("transfer-backend", "disaggregation_transfer_backend", "the KV transfer backend",
-          f"{_SGLANG}disaggregation/utils.py get_kv_class: each server builds the KV manager, sender, receiver and "
-          "bootstrap server of its own --disaggregation-transfer-backend; a decode receiver speaks only its backend's "
+          f"{_SGLANG}disaggregation/utils.py get_kv_class (and managers/disagg_service.py start_disagg_service): each "
+          "server builds the KV manager, sender, receiver and bootstrap server of its own --disaggregation-transfer-backend; a decode receiver speaks only its backend's "
           "protocol to the prefill's bootstrap server (mooncake_tcp is Mooncake with MC_FORCE_TCP=1, "
           "arg_groups/pd_disaggregation_hook.py handle_pd_disaggregation: a TCP transport on one side only)"),
     Check("model-architecture", "model.architecture", "the model architecture",

@@ -67,7 +67,8 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
                "abbreviations, --tp for --tp-size), carried through unchanged and listed as not checked. "
                "Subcommands (each with --help): 'resolve platforms' lists the target platforms and what this "
                "machine has; 'resolve kernels' the kernel adapters; 'resolve matrix' what runs where; "
-               "'resolve lint' checks a rule pack; 'resolve diff OLD NEW' compares two rule packs. "
+               "'resolve lint' checks a rule pack; 'resolve diff OLD NEW' compares two rule packs; 'resolve cross-node' "
+               "checks that the prefill and decode servers (or the nodes) of one deployment agree. "
                "Exit status: 0 resolved, 1 conflict, 2 bad input, 3 internal error.",
     )
     g = p.add_argument_group("target")

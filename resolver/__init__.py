@@ -8,7 +8,7 @@ Public API::
 """
 from __future__ import annotations
 
-from .api import Resolution, get_engine, resolve
+from .api import Resolution, get_engine, resolve, resolve_cross_node
 from .errors import (
     AmbiguousDefaultError,
     ConflictError,
@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "resolve",
+    "resolve_cross_node",
     "Resolution",
     "get_engine",
     "ResolverError",

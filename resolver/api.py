@@ -30,7 +30,7 @@ from .platforms import Platform, find_platform
 from .resolution import ConflictReport, Derivation, Outcome, Request, run
 from .rules import RulePack
 
-__all__ = ["Engine", "get_engine", "resolve", "resolve_request", "Resolution"]
+__all__ = ["Engine", "Resolution", "get_engine", "resolve", "resolve_cross_node", "resolve_request"]
 
 
 @dataclass
@@ -340,3 +340,22 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     if res.conflicts:
         raise ConflictError(res)
     return res
+
+
+def resolve_cross_node(roles: dict[str, dict[str, Any]], *, rules: str | None = None, fixes: bool = True):
+    """Check that the servers of one deployment agree on what must match between them.
+
+    :param roles: role name -> request in the batch format (``{"platform": "b200", "model_path": ...,
+        "args": {"disaggregation_mode": "prefill", ...}}``): the prefill and decode servers of a PD
+        layout, or the nodes of one multi-node server.
+    :param rules: a rules directory (default: the shipped rules).
+    :param fixes: search fixes for each mismatch (each checked by resolving the changed role again).
+    :returns: a :class:`resolver.crossnode.CrossNodeResult`: ``status`` is ``agree``, ``mismatch``
+        (``.mismatches``) or ``conflict`` (a role does not resolve alone: ``.roles[name].conflicts``).
+    :raises ResolverError: bad input (an unknown option, platform or key in a role).
+    """
+    from .crossnode import check_roles, role_from_request
+
+    if not isinstance(roles, dict):
+        raise InputError(f"roles must be a mapping of role name -> request, got {type(roles).__name__}")
+    return check_roles(get_engine(rules), [role_from_request(n, r) for n, r in roles.items()], fixes=fixes)

@@ -28,7 +28,7 @@ from .explain import Style, render_text
 from .rules import RulePack
 from .terminal import Output
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "request_kwargs"]
 
 EXIT_OK, EXIT_CONFLICT, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 # the shell's status for a run ended by a signal: 128 + the signal's number
@@ -67,7 +67,8 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
                "abbreviations, --tp for --tp-size), carried through unchanged and listed as not checked. "
                "Subcommands (each with --help): 'resolve platforms' lists the target platforms and what this "
                "machine has; 'resolve kernels' the kernel adapters; 'resolve matrix' what runs where; "
-               "'resolve lint' checks a rule pack; 'resolve diff OLD NEW' compares two rule packs. "
+               "'resolve lint' checks a rule pack; 'resolve diff OLD NEW' compares two rule packs; 'resolve cross-node' "
+               "checks that the prefill and decode servers (or the nodes) of one deployment agree. "
                "Exit status: 0 resolved, 1 conflict, 2 bad input, 3 internal error.",
     )
     g = p.add_argument_group("target")
@@ -247,7 +248,9 @@ def _suggest(word, known) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
-def _single(engine: Engine, ns, out: Output, err: Output) -> int:
+def request_kwargs(engine: Engine, ns) -> dict[str, Any]:
+    """The keyword arguments of :func:`~resolver.api.resolve_request` for one parsed command line
+    (also how ``resolve cross-node --role`` reads each role's flags)."""
     names = [*engine.pack.options, *(d for d in catalogue().by_dest if d not in engine.pack.options)]
     args = {name: getattr(ns, name) for name in names if getattr(ns, name, None) is not None}
     flags = dict(ns._flags)
@@ -259,11 +262,14 @@ def _single(engine: Engine, ns, out: Output, err: Output) -> int:
     if len(given) > 1:
         raise InputError(f"give one of --model-path, --model-config or --model-arch, not {' and '.join(given)}")
     platform, source = _platform_arg(ns)
-    res = resolve_request(engine, platform=platform, args=args, model=ns.model_config, model_arch=ns.model_arch,
-                          flags=flags, notes=notes, platform_source=source, installed=_installed(ns.installed),
-                          strict=ns.strict, check_installed=ns.check_installed, fixes=not ns.no_fixes,
-                          require_known_kernels=ns.require_known_kernels, gpu_memory_gb=ns.gpu_memory_gb,
-                          env=_environment(ns.env), gpus_per_node=ns.gpus_per_node)
+    return {"platform": platform, "args": args, "model": ns.model_config, "model_arch": ns.model_arch, "flags": flags,
+            "notes": notes, "platform_source": source, "installed": _installed(ns.installed), "strict": ns.strict,
+            "check_installed": ns.check_installed, "require_known_kernels": ns.require_known_kernels,
+            "gpu_memory_gb": ns.gpu_memory_gb, "env": _environment(ns.env), "gpus_per_node": ns.gpus_per_node}
+
+
+def _single(engine: Engine, ns, out: Output, err: Output) -> int:
+    res = resolve_request(engine, **request_kwargs(engine, ns), fixes=not ns.no_fixes)
     return _emit(res, ns, out, err)
 
 

@@ -153,4 +153,5 @@ def _lazy(module: str, name: str):
 
 
 SUBCOMMANDS = {"platforms": platforms, "kernels": kernels, "models": models, "lint": _lazy("lint", "lint"),
-               "matrix": _lazy("matrix", "matrix"), "diff": _lazy("diff", "diff")}
+               "matrix": _lazy("matrix", "matrix"), "diff": _lazy("diff", "diff"),
+               "cross-node": _lazy("crossnode", "cross_node")}

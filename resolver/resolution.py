@@ -193,10 +193,21 @@ class _Formatter(string.Formatter):
 _FORMATTER = _Formatter()
 
 
+class _Spelled:
+    """The values a message may name, each spelled when a placeholder asks for it (a message names a
+    few of the hundreds of values: spelling them all for each message cost more than the rest)."""
+
+    def __init__(self, values: dict[str, Any], extra: dict[str, Any]):
+        self.values, self.extra = values, extra
+
+    def get(self, name: str, missing: Any) -> Any:
+        if name in self.extra:
+            return self.extra[name]
+        return format_value(self.values[name]) if name in self.values else missing
+
+
 def render_message(template: str, values: dict[str, Any], extra: dict[str, Any] | None = None) -> str:
-    data = {k: format_value(v) for k, v in values.items()}
-    data.update(extra or {})
-    return _FORMATTER.vformat(template, (), data)
+    return _FORMATTER.vformat(template, (), _Spelled(values, extra or {}))  # type: ignore[arg-type]
 
 
 def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: bool = False) -> Outcome:

@@ -91,6 +91,14 @@ CASES = [
      {'moe_runner_backend': 'flashinfer_trtllm', 'chunked_prefill_size': 16384, 'disable_shared_experts_fusion': True, 'flashinfer_allreduce_fusion_backend': 'auto'}),
     ('qwen-typed-attn-dp-one', 'sm90', None, QWEN_MOE, {'tp_size': 4, 'dp_size': 4, 'enable_dp_attention': True, 'attn_dp_size': 1},
      {'attn_dp_size': 4, 'chunked_prefill_size': 2048, 'schedule_conservativeness': 0.3}),
+    ('qwen-fi-megamoe-nvfp4', 'sm100', None, QWEN_MOE, {'tp_size': 8, 'attn_dp_size': 8, 'moe_a2a_backend': 'flashinfer_megamoe', 'quantization': 'modelopt_fp4'},
+     {'ep_size': 8, 'attn_dp_size': 8, 'moe_a2a_backend': 'flashinfer_megamoe', 'moe_runner_backend': 'flashinfer_megamoe', 'chunked_prefill_size': 2048, 'schedule_conservativeness': 0.3, 'disable_shared_experts_fusion': True}),
+    ('qwen-megamoe-runner', 'sm90', None, QWEN_MOE, {'tp_size': 8, 'moe_runner_backend': 'megamoe'},
+     {'ep_size': 8, 'moe_a2a_backend': 'megamoe'}),
+    ('qwen-megamoe-runner-deepep', 'sm90', None, QWEN_MOE, {'tp_size': 8, 'moe_runner_backend': 'megamoe', 'moe_a2a_backend': 'deepep'},
+     {'ep_size': 8, 'moe_a2a_backend': 'megamoe'}),
+    ('gptoss-megamoe-runner', 'sm100', None, GPT_OSS, {'tp_size': 4, 'moe_runner_backend': 'megamoe'},
+     {'ep_size': 4, 'moe_a2a_backend': 'megamoe', 'moe_runner_backend': 'flashinfer_mxfp4', 'chunked_prefill_size': 16384}),
 ]
 
 # (case, platform, model, typed args, a phrase of SGLang's refusal)
@@ -143,6 +151,16 @@ REFUSED = [
      "--dcp-comm-backend fi_a2a delegates the exchange to FlashInfer's"),
     ('qwen-dspark-attn-dp', 'sm90', QWEN_MOE, {'tp_size': 4, 'attn_dp_size': 4, 'speculative_algorithm': 'DSPARK'},
      'DSpark with dp attention requires --enable-dp-lm-head.'),
+    ('qwen-fi-megamoe-hopper', 'sm90', QWEN_MOE, {'tp_size': 8, 'attn_dp_size': 8, 'moe_a2a_backend': 'flashinfer_megamoe', 'quantization': 'modelopt_fp4'},
+     'FlashInfer MegaMOE currently requires an SM100-family CUDA device for'),
+    ('qwen-fi-megamoe-no-dp', 'sm100', QWEN_MOE, {'tp_size': 8, 'moe_a2a_backend': 'flashinfer_megamoe', 'quantization': 'modelopt_fp4'},
+     'FlashInfer MegaMOE is only supported with --attn-dp-size equal to'),
+    ('llama-fi-megamoe', 'sm100', LLAMA, {'tp_size': 8, 'attn_dp_size': 8, 'moe_a2a_backend': 'flashinfer_megamoe', 'quantization': 'modelopt_fp4'},
+     'FlashInfer MegaMOE is not validated for model architectures'),
+    ('qwen-fi-megamoe-triton', 'sm100', QWEN_MOE, {'tp_size': 8, 'attn_dp_size': 8, 'moe_a2a_backend': 'flashinfer_megamoe', 'quantization': 'modelopt_fp4', 'moe_runner_backend': 'triton'},
+     'FlashInfer MegaMOE a2a backend requires --moe-runner-backend'),
+    ('dsv3-fi-megamoe-sm100', 'sm100', DSV3, {'tp_size': 8, 'attn_dp_size': 8, 'moe_a2a_backend': 'flashinfer_megamoe'},
+     'FlashInfer MegaMOE currently supports only MXFP8, ModelOpt NVFP4,'),
 ]
 
 

@@ -221,9 +221,9 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
     return request
 
 
-#: MoE all-to-all backends an operator types on these platforms (not the Ascend ones, nor DeepEP v2 and
-#: FlashInfer's MegaMoE, whose model and budget checks the rules do not encode)
-_A2A = ("deepep", "mooncake", "nixl", "mori", "pplx", "flashinfer", "megamoe")
+#: MoE all-to-all backends an operator types on these platforms (not the Ascend ones, nor DeepEP v2, whose
+#: model registry and dispatch budget the rules do not encode)
+_A2A = ("deepep", "mooncake", "nixl", "mori", "pplx", "flashinfer", "megamoe", "flashinfer_megamoe")
 
 
 def _draw_parallel(rng: random.Random, args: dict[str, Any], catalogue) -> None:
@@ -253,6 +253,8 @@ def _draw_parallel(rng: random.Random, args: dict[str, Any], catalogue) -> None:
         "enable_flashinfer_allreduce_fusion": _maybe(rng, 0.02, (True,)),
     }
     args.update({k: v for k, v in drawn.items() if v is not None})
+    if "moe_runner_backend" not in args and rng.random() < 0.02:  # SGLang's alias of --moe-a2a-backend megamoe
+        args["moe_runner_backend"] = "megamoe"
 
 
 def launches(seed: int, count: int) -> list[dict[str, Any]]:

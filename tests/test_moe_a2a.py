@@ -99,6 +99,14 @@ CASES = [
      {'ep_size': 8, 'moe_a2a_backend': 'megamoe'}),
     ('gptoss-megamoe-runner', 'sm100', None, GPT_OSS, {'tp_size': 4, 'moe_runner_backend': 'megamoe'},
      {'ep_size': 4, 'moe_a2a_backend': 'megamoe', 'moe_runner_backend': 'flashinfer_mxfp4', 'chunked_prefill_size': 16384}),
+    ('qwen-prefill-cp-interleave', 'sm90', None, QWEN_MOE, {'tp_size': 4, 'enable_prefill_cp': True, 'cp_strategy': 'interleave'},
+     {'flashinfer_allreduce_fusion_backend': 'auto'}),
+    ('llama-prefill-cp-zigzag', 'sm90', None, LLAMA, {'tp_size': 4, 'enable_prefill_cp': True, 'cp_strategy': 'zigzag'},
+     {}),
+    ('qwen-dense-tp-1', 'sm90', None, QWEN_MOE, {'tp_size': 8, 'moe_dense_tp_size': 1},
+     {'flashinfer_allreduce_fusion_backend': 'auto'}),
+    ('qwen-dense-tp-8', 'sm90', None, QWEN_MOE, {'tp_size': 8, 'moe_dense_tp_size': 8},
+     {'flashinfer_allreduce_fusion_backend': 'auto'}),
 ]
 
 # (case, platform, model, typed args, a phrase of SGLang's refusal)
@@ -161,6 +169,14 @@ REFUSED = [
      'FlashInfer MegaMOE a2a backend requires --moe-runner-backend'),
     ('dsv3-fi-megamoe-sm100', 'sm100', DSV3, {'tp_size': 8, 'attn_dp_size': 8, 'moe_a2a_backend': 'flashinfer_megamoe'},
      'FlashInfer MegaMOE currently supports only MXFP8, ModelOpt NVFP4,'),
+    ('qwen-prefill-cp-no-strategy', 'sm90', QWEN_MOE, {'tp_size': 4, 'enable_prefill_cp': True},
+     '--cp-strategy must be set when --enable-prefill-cp is enabled.'),
+    ('dsv32-prefill-cp-zigzag', 'sm90', DSV32, {'tp_size': 8, 'enable_prefill_cp': True, 'cp_strategy': 'zigzag'},
+     'DeepSeek V3.2 prefill CP does not support --cp-strategy zigzag'),
+    ('qwen-prefill-cp-rocm', 'gfx942', QWEN_MOE, {'tp_size': 4, 'enable_prefill_cp': True, 'cp_strategy': 'interleave'},
+     'Prefill CP on HIP is only supported for DeepseekV4ForCausalLM, got'),
+    ('qwen-dense-tp-2', 'sm90', QWEN_MOE, {'tp_size': 8, 'moe_dense_tp_size': 2},
+     'moe_dense_tp_size only supports None, 1, or tp_size currently'),
 ]
 
 

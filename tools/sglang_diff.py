@@ -251,6 +251,9 @@ def _draw_parallel(rng: random.Random, args: dict[str, Any], catalogue) -> None:
         "enable_tp_lm_head_all_to_all": _maybe(rng, 0.03, (True, False)),
         "flashinfer_allreduce_fusion_backend": _maybe(rng, 0.03, ("auto", "trtllm", "mnnvl", "cutedsl")),
         "enable_flashinfer_allreduce_fusion": _maybe(rng, 0.02, (True,)),
+        "moe_dense_tp_size": _maybe(rng, 0.03, (1, 2, 8)),
+        # alone: --enable-prefill-cp is not drawn (the DeepSeek CP layouts it sets up are not encoded)
+        "cp_strategy": _maybe(rng, 0.02, ("zigzag", "interleave")),
     }
     args.update({k: v for k, v in drawn.items() if v is not None})
     if "moe_runner_backend" not in args and rng.random() < 0.02:  # SGLang's alias of --moe-a2a-backend megamoe

@@ -107,6 +107,14 @@ CASES = [
      {'flashinfer_allreduce_fusion_backend': 'auto'}),
     ('qwen-dense-tp-8', 'sm90', None, QWEN_MOE, {'tp_size': 8, 'moe_dense_tp_size': 8},
      {'flashinfer_allreduce_fusion_backend': 'auto'}),
+    ('qwen-megamoe-blackwell-8192', 'sm100', None, QWEN_MOE, {'tp_size': 8, 'moe_a2a_backend': 'megamoe', 'chunked_prefill_size': 8192},
+     {'ep_size': 8, 'moe_a2a_backend': 'megamoe'}),
+    ('qwen-megamoe-blackwell-decode', 'sm100', None, QWEN_MOE, {'tp_size': 8, 'moe_a2a_backend': 'megamoe', 'disaggregation_mode': 'decode'},
+     {'ep_size': 8, 'moe_a2a_backend': 'megamoe', 'chunked_prefill_size': 16384}),
+    ('qwen-megamoe-blackwell-attn-dp', 'sm100', None, QWEN_MOE, {'tp_size': 8, 'attn_dp_size': 8, 'moe_a2a_backend': 'megamoe'},
+     {'ep_size': 8, 'attn_dp_size': 8, 'moe_a2a_backend': 'megamoe', 'chunked_prefill_size': 2048, 'schedule_conservativeness': 0.3}),
+    ('dsv3-megamoe-blackwell', 'sm100', None, DSV3, {'tp_size': 8, 'moe_a2a_backend': 'megamoe'},
+     {'ep_size': 8, 'moe_a2a_backend': 'megamoe', 'chunked_prefill_size': 16384}),
 ]
 
 # (case, platform, model, typed args, a phrase of SGLang's refusal)
@@ -179,6 +187,14 @@ REFUSED = [
      'Prefill CP on HIP is only supported for DeepseekV4ForCausalLM, got'),
     ('qwen-dense-tp-2', 'sm90', QWEN_MOE, {'tp_size': 8, 'moe_dense_tp_size': 2},
      'moe_dense_tp_size only supports None, 1, or tp_size currently'),
+    ('qwen-megamoe-blackwell-chunk', 'sm100', QWEN_MOE, {'tp_size': 8, 'moe_a2a_backend': 'megamoe'},
+     'Qwen3MoeForCausalLM with MegaMoE requires'),
+    ('qwen-megamoe-no-chunks', 'sm90', QWEN_MOE, {'tp_size': 8, 'moe_a2a_backend': 'megamoe', 'chunked_prefill_size': -1},
+     'Qwen3MoeForCausalLM with MegaMoE requires chunked prefill to be'),
+    ('dsv32-megamoe-nvfp4', 'sm100', DSV32, {'tp_size': 4, 'moe_a2a_backend': 'megamoe', 'quantization': 'modelopt_fp4'},
+     'DeepseekV32ForCausalLM with MegaMoE requires'),
+    ('qwen-megamoe-tp3', 'sm90', QWEN_MOE, {'tp_size': 3, 'moe_a2a_backend': 'megamoe', 'chunked_prefill_size': 8192},
+     'Qwen3MoeForCausalLM with MegaMoE requires'),
 ]
 
 

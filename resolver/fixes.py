@@ -56,10 +56,13 @@ class _Trial:
         key = self.key(set_, unset)
         if key not in memo:
             args = self._args(key)
-            # a changed or dropped option no longer carries the spelling or flag the user typed
+            # a changed or dropped option no longer carries the spelling or flag the user typed; an
+            # untouched one keeps it, also when its typed value was an alias of "let the resolver
+            # pick" and so is not in args (--moe-runner-backend megamoe: rules read typed.*)
             kept = {n for n in args if n not in set_}
+            untouched = set(self.request.spelled) - set(set_) - set(key[1])
             req = replace(self.request, args=args,
-                          spelled={n: v for n, v in self.request.spelled.items() if n in kept},
+                          spelled={n: v for n, v in self.request.spelled.items() if n in kept or n in untouched},
                           flags={n: v for n, v in self.request.flags.items() if n in kept})
             try:
                 memo[key] = run(self.engine.compiled, matcher, req, brief=matcher is self.engine.reference)

@@ -217,7 +217,47 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
         request["platform_overrides"] = {"gpu_memory_gb": memory}
     args["chunked_prefill_size"] = _maybe(rng, 0.05, (-1, 1000, 2048, 4096, 8192))
     request["args"] = {k: v for k, v in args.items() if v is not None}
+    _draw_parallel(rng, request["args"], catalogue)
     return request
+
+
+#: MoE all-to-all backends an operator types on these platforms (not the Ascend ones, nor DeepEP v2, whose
+#: model registry and dispatch budget the rules do not encode)
+_A2A = ("deepep", "mooncake", "nixl", "mori", "pplx", "flashinfer", "megamoe", "flashinfer_megamoe")
+
+
+def _draw_parallel(rng: random.Random, args: dict[str, Any], catalogue) -> None:
+    """Data, expert, pipeline and decode-context parallelism, nodes, the LM head and the MoE all-to-all
+    (rules/parallel.yaml, rules/moe_a2a.yaml), added to ``args`` (a drawn value only)."""
+    tp = args.get("tp_size", 1)
+    layout = rng.random()
+    if layout < 0.08:  # attention DP, sometimes not dividing the TP size
+        args["attn_dp_size"] = rng.choice((2, 4, 8, tp))
+    elif layout < 0.14:  # the deprecated spelling
+        args["dp_size"] = rng.choice((2, 4, 8, tp))
+        args["enable_dp_attention"] = True
+    elif layout < 0.18:  # replicas
+        args["dp_size"] = rng.choice((2, 4))
+    a2a = _maybe(rng, 0.1, _offered(catalogue, "moe_a2a_backend", _A2A))
+    drawn = {
+        "ep_size": _maybe(rng, 0.08, (2, 4, 8)),
+        "moe_a2a_backend": a2a,
+        "deepep_mode": _maybe(rng, 0.3 if a2a else 0.02, ("auto", "normal", "low_latency")),
+        "pp_size": _maybe(rng, 0.04, (2, 4)),
+        "nnodes": _maybe(rng, 0.04, (2, 4)),
+        "dcp_size": _maybe(rng, 0.03, (2, 4)),
+        "dcp_comm_backend": _maybe(rng, 0.02, ("ag_rs", "a2a", "fi_a2a")),
+        "enable_dp_lm_head": _maybe(rng, 0.05, (True,)),
+        "enable_tp_lm_head_all_to_all": _maybe(rng, 0.03, (True, False)),
+        "flashinfer_allreduce_fusion_backend": _maybe(rng, 0.03, ("auto", "trtllm", "mnnvl", "cutedsl")),
+        "enable_flashinfer_allreduce_fusion": _maybe(rng, 0.02, (True,)),
+        "moe_dense_tp_size": _maybe(rng, 0.03, (1, 2, 8)),
+        # alone: --enable-prefill-cp is not drawn (the DeepSeek CP layouts it sets up are not encoded)
+        "cp_strategy": _maybe(rng, 0.02, ("zigzag", "interleave")),
+    }
+    args.update({k: v for k, v in drawn.items() if v is not None})
+    if "moe_runner_backend" not in args and rng.random() < 0.02:  # SGLang's alias of --moe-a2a-backend megamoe
+        args["moe_runner_backend"] = "megamoe"
 
 
 def launches(seed: int, count: int) -> list[dict[str, Any]]:

@@ -219,12 +219,14 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
             done = _complete(trial, pack, set_, unset)
             if done is None:
                 continue
-            extra_set = {k: v for k, v in done[0].items() if k not in set_}
+            # what the completion changed besides this change (a value it set again counts too)
+            extra_set = {k: v for k, v in done[0].items() if k not in set_ or set_[k] != v}
             extra_unset = tuple(n for n in done[1] if n not in unset)
-            also = _describe_change(pack, flags, extra_set, extra_unset, None, user)
             set_, unset = done
             size = len(set_) + len(unset)
-            describe = (lambda out, d=describe, a=also: f"{d(out)}; also {a[0].lower()}{a[1:]}")
+            if extra_set or extra_unset:
+                also = _describe_change(pack, flags, extra_set, extra_unset, None, user)
+                describe = (lambda out, d=describe, a=also: f"{d(out)}; also {a[0].lower()}{a[1:]}")
             fallback = True
         completed.append((size, describe, set_, unset, fallback))
 

@@ -111,3 +111,18 @@ def test_dsa_index_kpool_hyv4_and_deepseek_v4():
     assert resolve({}, platform="b200", model_arch="DeepseekV4ForCausalLM").values["kv_cache_dtype"] == "fp8_e4m3"
     with pytest.raises(ConflictError, match="not supported for DeepseekV4ForCausalLM"):
         resolve({"kv_cache_dtype": "fp8_e5m2"}, platform="b200", model_arch="DeepseekV4ForCausalLM")
+
+
+def test_a_fix_whose_completion_adds_nothing_is_described_without_an_also():
+    """A fix for one conflict, completed with the other conflicts' repairs, may need nothing more
+    (its completion sets the same values): it crashed the fix search with an IndexError."""
+    from resolver.api import get_engine, resolve_request
+
+    from .conftest import CATALOGUE
+
+    res = resolve_request(get_engine(), platform="sm90", model=dict(CATALOGUE["zai-org/GLM-5"]), args={
+        "attention_backend": "ascend", "tp_size": 4, "dsa_decode_backend": "flashmla_kv",
+        "speculative_algorithm": "NEXTN", "speculative_num_steps": 2, "speculative_eagle_topk": 2,
+        "speculative_num_draft_tokens": 16, "dp_size": 4, "enable_dp_attention": True})
+    assert res.conflicts and all(c.fixes for c in res.conflicts)
+    assert not any(f.description.endswith("also ") for c in res.conflicts for f in c.fixes)

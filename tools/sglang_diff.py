@@ -313,8 +313,17 @@ def _template(message: str) -> str:
     return re.sub(r"\d+(\.\d+)?", "N", message)[:160]
 
 
+#: options SGLang reports nested: the decode graph's largest batch is cuda_graph_config.decode.max_bs
+NESTED = {"cuda_graph_max_bs_decode": ("cuda_graph_config", "decode", "max_bs")}
+
+
 def sglang_value(answer: dict, request: dict, field: str, defaults: dict[str, Any]) -> Any:
     """SGLang's final value: what a step declared, else what was typed, else SGLang's default."""
+    if field in NESTED and NESTED[field][0] in answer["values"]:
+        value = answer["values"][NESTED[field][0]]
+        for key in NESTED[field][1:]:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
     if field in answer["values"]:
         return answer["values"][field]
     return request["args"].get(field, defaults.get(field))

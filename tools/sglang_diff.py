@@ -216,8 +216,28 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
     if memory is not None:
         request["platform_overrides"] = {"gpu_memory_gb": memory}
     args["chunked_prefill_size"] = _maybe(rng, 0.05, (-1, 1000, 2048, 4096, 8192))
+    _draw_memory(rng, args, request, catalogue)
     request["args"] = {k: v for k, v in args.items() if v is not None}
     return request
+
+
+def _draw_memory(rng: random.Random, args: dict[str, Any], request: dict[str, Any], catalogue) -> None:
+    """The memory settings (rules/memory.yaml, rules/cuda_graph.yaml): a typed static fraction, decode graph
+    batch, running-request cap or prefill token budget, the CUDA-graph switches, and attention DP over the
+    whole TP group (its graph reserve), each in a few launches."""
+    args["mem_fraction_static"] = _maybe(rng, 0.05, (0.7, 0.85, 0.9))
+    args["cuda_graph_max_bs_decode"] = _maybe(rng, 0.06, (16, 64, 160, 320))
+    args["max_running_requests"] = _maybe(rng, 0.08, (8, 32, 64, 128, 512))
+    args["max_prefill_tokens"] = _maybe(rng, 0.03, (4096, 32768))
+    args["disable_cuda_graph"] = _maybe(rng, 0.03, (True,))
+    args["disable_prefill_cuda_graph"] = _maybe(rng, 0.03, (True,))
+    args["cuda_graph_backend_decode"] = _maybe(rng, 0.03, _offered(catalogue, "cuda_graph_backend_decode",
+                                                                   ("full", "breakable", "disabled")))
+    args["cuda_graph_backend_prefill"] = _maybe(rng, 0.03, _offered(catalogue, "cuda_graph_backend_prefill",
+                                                                    ("full", "breakable", "disabled")))
+    args["cuda_graph_max_bs_prefill"] = _maybe(rng, 0.03, (1024, 4096))
+    if args.get("attn_dp_size") is None and (args.get("tp_size") or 1) > 1 and rng.random() < 0.1:
+        args["attn_dp_size"] = args["tp_size"]
 
 
 def launches(seed: int, count: int) -> list[dict[str, Any]]:

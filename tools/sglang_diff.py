@@ -236,7 +236,10 @@ def _draw_memory(rng: random.Random, args: dict[str, Any], request: dict[str, An
     args["cuda_graph_backend_prefill"] = _maybe(rng, 0.03, _offered(catalogue, "cuda_graph_backend_prefill",
                                                                     ("full", "breakable", "disabled")))
     args["cuda_graph_max_bs_prefill"] = _maybe(rng, 0.03, (1024, 4096))
-    if args.get("attn_dp_size") is None and (args.get("tp_size") or 1) > 1 and rng.random() < 0.1:
+    # attention DP without speculative decoding (DSpark under attention DP needs --enable-dp-lm-head, not
+    # modelled by the speculative rules yet)
+    if (rng.random() < 0.1 and args.get("attn_dp_size") is None and (args.get("tp_size") or 1) > 1
+            and args.get("speculative_algorithm") is None):
         args["attn_dp_size"] = args["tp_size"]
 
 

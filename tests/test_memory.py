@@ -84,6 +84,10 @@ def test_attention_dp_divides_the_chunk_among_its_ranks(args, expected):
 #  was asked of the oracle (test_the_memory_table_is_sglangs_answer asks again when it is available)
 DSV3 = CATALOGUE["deepseek-ai/DeepSeek-V3"]
 QWEN_MOE = CATALOGUE["Qwen/Qwen3-30B-A3B"]
+# the DeepSeek V4 config the oracle loads (tests/test_moe_overrides.py: the catalogue's plus the fields its class reads)
+DSV4 = {**CATALOGUE["deepseek-ai/DeepSeek-V4-Flash"], "compress_ratios": [0] * 43,
+        "rope_scaling": {"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536, "beta_fast": 32,
+                         "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}}
 MEMORY_CASES = [
     ("llama-h100", "h100", "sm90", None, LLAMA, {}, (0.83, 256, None)),
     ("llama-h200", "h200", "sm90", 141, LLAMA, {}, (0.904, 256, None)),
@@ -127,6 +131,16 @@ MEMORY_CASES = [
     ("llama-h100-pp2-breakable", "h100", "sm90", None, LLAMA, {"pp_size": 2, "cuda_graph_backend_prefill": "breakable"},
      (0.829, 256, None)),
     ("llama-h100-prefill-bs", "h100", "sm90", None, LLAMA, {"cuda_graph_max_bs_prefill": 1024}, (0.832, 256, None)),
+    ("llama-h100-max-total", "h100", "sm90", None, LLAMA, {"max_total_tokens": 4096}, (0.831, 256, None)),
+    ("llama-h200-prefill-decode-graph", "h200", "sm90", 141, LLAMA,
+     {"disaggregation_mode": "prefill", "cuda_graph_backend_decode": "breakable"}, (0.907, 256, None)),
+    ("llama-h100-dp4-decode-off", "h100", "sm90", None, LLAMA,
+     {"tp_size": 4, "attn_dp_size": 4, "disable_decode_cuda_graph": True}, (0.719, 512, None)),
+    ("dsv3-h200-dp8-mrr", "h200", "sm90", 141, DSV3, {"tp_size": 8, "attn_dp_size": 8, "max_running_requests": 256},
+     (0.848, 256, 256)),
+    # DeepSeek V4 runs at most 256 requests unless typed, and captures no breakable prefill graph
+    ("dsv4-h100", "h100", "sm90", None, DSV4, {}, (0.836, 256, 256)),
+    ("dsv4-h200-tp8-mrr", "h200", "sm90", 141, DSV4, {"tp_size": 8, "max_running_requests": 64}, (0.903, 64, 64)),
 ]
 MEMORY_FIELDS = ("mem_fraction_static", "cuda_graph_max_bs_decode", "max_running_requests")
 
@@ -152,6 +166,13 @@ def test_the_memory_table_is_sglangs_answer():
         sg = answers[case]["sglang"]
         assert sg["status"] == "resolved", (case, sg)
         assert tuple(sglang_value(sg, {"args": args}, f, {}) for f in MEMORY_FIELDS) == expected, case
+
+
+def test_token_budgets_take_sglangs_suffixes():
+    res = resolve_request(get_engine(), platform="h100", model=dict(LLAMA), fixes=False,
+                          args={"chunked_prefill_size": -1, "max_prefill_tokens": "16k", "max_total_tokens": "1Mi"})
+    assert (res.values["max_prefill_tokens"], res.values["max_total_tokens"]) == (16000, 2**20)
+    assert res.values["mem_fraction_static"] == round((81920 - (512 + 16000 * 1.5 + 128 + 512)) / 81920, 3)
 
 
 def test_the_reserve_explains_itself():

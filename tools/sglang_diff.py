@@ -236,6 +236,8 @@ def _draw_memory(rng: random.Random, args: dict[str, Any], request: dict[str, An
     args["cuda_graph_backend_prefill"] = _maybe(rng, 0.03, _offered(catalogue, "cuda_graph_backend_prefill",
                                                                     ("full", "breakable", "disabled")))
     args["cuda_graph_max_bs_prefill"] = _maybe(rng, 0.03, (1024, 4096))
+    args["disable_decode_cuda_graph"] = _maybe(rng, 0.03, (True,))
+    args["max_total_tokens"] = _maybe(rng, 0.03, (4096, 1 << 20))
     # attention DP without speculative decoding (DSpark under attention DP needs --enable-dp-lm-head, not
     # modelled by the speculative rules yet)
     if (rng.random() < 0.1 and args.get("attn_dp_size") is None and (args.get("tp_size") or 1) > 1

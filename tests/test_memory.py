@@ -124,6 +124,14 @@ MEMORY_CASES = [
     # DeepEP: 2 GiB over the floor, 1 GiB for the breakable prefill graph, its buckets aligned to 8
     ("dsv3-h200-deepep", "h200", "sm90", 141, DSV3, {"tp_size": 8, "moe_a2a_backend": "deepep"}, (0.865, 512, None)),
     ("qwen-h200-deepep", "h200", "sm90", 141, QWEN_MOE, {"tp_size": 8, "moe_a2a_backend": "deepep"}, (0.874, 512, None)),
+    ("qwen-h200-megamoe-runner", "h200", "sm90", 141, QWEN_MOE,         # the runner alias overrides DeepEP
+     {"tp_size": 8, "moe_runner_backend": "megamoe", "moe_a2a_backend": "deepep"}, (0.894, 512, None)),
+    ("qwen-h200-mooncake", "h200", "sm90", 141, QWEN_MOE, {"tp_size": 8, "moe_a2a_backend": "mooncake"},  # no prefill graph
+     (0.897, 512, None)),
+    ("dsv3-h200-deepep-decode", "h200", "sm90", 141, DSV3,
+     {"tp_size": 8, "moe_a2a_backend": "deepep", "disaggregation_mode": "decode"}, (0.915, 512, None)),
+    ("dsv3-h200-deepep-prefill", "h200", "sm90", 141, DSV3,
+     {"tp_size": 8, "moe_a2a_backend": "deepep", "disaggregation_mode": "prefill"}, (0.887, 512, None)),
     ("llama-h100-no-chunks", "h100", "sm90", None, LLAMA, {"chunked_prefill_size": -1, "max_prefill_tokens": 32768},
      (0.386, 256, None)),
     ("llama-h100-no-graphs", "h100", "sm90", None, LLAMA, {"disable_cuda_graph": True}, (0.842, 256, None)),

@@ -9,10 +9,13 @@ soon as the values it reads are decided, and asserts the result as a fact the en
 with constant tests, like any other.
 
 Grammar (parsed with :mod:`ast`, never evaluated by Python): names, numbers, ``true`` /
-``false`` / ``null``, ``+ - * // %``, unary ``-``, one comparison (``== != < <= > >=``),
-``and`` / ``or`` / ``not``, parentheses, and ``coalesce(a, b, ...)`` (the first value that is
-not null).  ``null`` propagates: arithmetic or a comparison with a null operand is null, as are
-``x // 0`` and ``x % 0``; a boolean is not a number.
+``false`` / ``null``, ``+ - * / // %``, unary ``-``, one comparison (``== != < <= > >=``),
+``and`` / ``or`` / ``not``, parentheses, ``coalesce(a, b, ...)`` (the first value that is
+not null), ``min(a, b, ...)`` / ``max(a, b, ...)``, ``round(x, digits)`` (Python's rounding, as
+SGLang rounds its memory fraction) and ``a if condition else b`` (SGLang's tier tables).
+``null`` propagates: arithmetic, ``min``/``max``/``round`` or a comparison with a null operand is
+null, as are ``x / 0``, ``x // 0`` and ``x % 0``, and a conditional whose condition is null; a
+boolean is not a number.
 """
 from __future__ import annotations
 
@@ -26,8 +29,11 @@ from .conditions import ConditionError, _is_name, _literal, _literal_name, _name
 
 __all__ = ["Expression", "cached_expression", "parse_expression"]
 
-_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-          ast.Mod: operator.mod}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+          ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+_DIVIDE = (ast.Div, ast.FloorDiv, ast.Mod)
+#: the calls a value may make: coalesce (any arity), min and max (two or more numbers), round (a number, digits)
+_CALLS = {"coalesce": 1, "min": 2, "max": 2, "round": 2}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge}
 _MAX_NODES = 200  # a value is a line of arithmetic, not a program
@@ -82,10 +88,14 @@ def _check(node: ast.AST, names: dict[str, None]) -> None:
     elif isinstance(node, ast.BoolOp):
         for v in node.values:
             _check(v, names)
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "coalesce"
-          and node.args and not node.keywords):
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS
+          and len(node.args) >= _CALLS[node.func.id] and not node.keywords
+          and (node.func.id != "round" or len(node.args) == 2)):
         for a in node.args:
             _check(a, names)
+    elif isinstance(node, ast.IfExp):
+        for part in (node.test, node.body, node.orelse):
+            _check(part, names)
     else:
         raise ConditionError(f"unsupported expression '{ast.unparse(node)}' in 'value'", getattr(node, "col_offset", 0))
 
@@ -101,7 +111,7 @@ def _eval(node: ast.AST, values: dict[str, Any]) -> Any:
         return _literal(node)
     if isinstance(node, ast.BinOp):
         a, b = _eval(node.left, values), _eval(node.right, values)
-        if not (_number(a) and _number(b)) or (isinstance(node.op, (ast.FloorDiv, ast.Mod)) and b == 0):
+        if not (_number(a) and _number(b)) or (isinstance(node.op, _DIVIDE) and b == 0):
             return None
         return _ARITH[type(node.op)](a, b)
     if isinstance(node, ast.UnaryOp):
@@ -123,5 +133,18 @@ def _eval(node: ast.AST, values: dict[str, Any]) -> Any:
         if any(v is None for v in items):
             return None
         return all(items) if isinstance(node.op, ast.And) else any(items)
-    assert isinstance(node, ast.Call)  # coalesce: the only call _check lets through
-    return next((v for v in (_eval(a, values) for a in node.args) if v is not None), None)
+    if isinstance(node, ast.IfExp):
+        test = _eval(node.test, values)
+        if test is None:
+            return None
+        return _eval(node.body if test else node.orelse, values)
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)  # one of _CALLS (_check)
+    if node.func.id == "coalesce":
+        return next((v for v in (_eval(a, values) for a in node.args) if v is not None), None)
+    args = [_eval(a, values) for a in node.args]
+    if not all(map(_number, args)):
+        return None
+    if node.func.id == "round":
+        number, digits = args
+        return round(number, digits) if isinstance(digits, int) else None
+    return min(args) if node.func.id == "min" else max(args)

@@ -57,8 +57,10 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
     "model.add_full_attention_sink_bias": ("add_full_attention_sink_bias", "attention sinks on full-attention layers (MiMo V2)"),
     "model.has_mamba_layers": ("layer_types", "layer_types lists a mamba layer (hybrid Granite)"),
     "model.has_sliding_layers": ("layer_types", "layer_types lists a sliding_attention layer (gpt-oss, Gemma)"),
+    "model.context_len": ("max_position_embeddings, rope_scaling.factor",
+                          "context length as SGLang derives it (get_context_length; 2048 when no field says)"),
 }
-_COMPUTED = {"model.architecture", "model.from_arch_only", "model.path", "model.asymmetric_kv", "model.num_experts",
+_COMPUTED = {"model.context_len", "model.architecture", "model.from_arch_only", "model.path", "model.asymmetric_kv", "model.num_experts",
              "model.has_mamba_layers", "model.has_sliding_layers", "model.quant_method", "model.quant_algo",
              "model.routed_experts_quant_method", "model.nvfp4_moe_meta", "model.moe_w4a16_nvfp4", "model.int4_group32"}
 
@@ -161,10 +163,35 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
         facts["model.has_mamba_layers"] = ("mamba" in layers, f"{source} {where}")
         facts["model.has_sliding_layers"] = ("sliding_attention" in layers, f"{source} {where}")
     facts.update(_quantization_facts(config, source))
+    facts["model.context_len"] = _context_len(config, source)
     head, v_head = ((_field(config, f) or (None,))[0] for f in ("head_dim", "v_head_dim"))
     facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,
                                     f"{source} head_dim vs v_head_dim")
     return facts
+
+
+#: the config fields SGLang 0.5.23 reads a context length from, in its order (utils/hf_transformers/common.py)
+_CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+
+
+def _context_len(config: dict[str, Any], source: str) -> tuple[Any, str]:
+    """SGLang's get_context_length: the first context field times the RoPE scaling factor (1 for llama3
+    scaling or when the original length is given), 2048 when no field says."""
+    scaling = (_field(config, "rope_scaling") or (None,))[0]
+    factor: Any = 1
+    if isinstance(scaling, dict) and scaling:
+        factor = scaling.get("factor", 1)
+        if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
+            factor = 1
+    for key in _CONTEXT_KEYS:
+        found = _field(config, key)
+        if found is not None and found[0] is not None:
+            value, where = found
+            if not isinstance(value, (int, float)) or isinstance(value, bool) \
+                    or not isinstance(factor, (int, float)) or isinstance(factor, bool):
+                return None, f"{source} {where} (not a number)"
+            return engine_number(int(factor * value), f"model config: '{key}'"), f"{source} {where}"
+    return 2048, f"{source} (no context length field: SGLang's 2048)"
 
 
 def _text(value: Any) -> str | None:

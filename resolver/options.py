@@ -79,6 +79,9 @@ def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[A
     if option.type in ("int", "float"):
         if isinstance(value, bool):
             raise InputError(f"{flag}: expected a number, got {_short(value)}")
+        action = catalogue().by_dest.get(option.name) if isinstance(value, str) else None
+        if action is not None and action.type == "int_suffix":  # SGLang reads 16k, 1Mi (--max-prefill-tokens)
+            value = catalogue().coerce(option.name, value, flag)
         try:
             typed = float(value) if option.type == "float" else value
             if option.type == "int":

@@ -131,8 +131,11 @@ def _resolve(parser: argparse.ArgumentParser, ns: argparse.Namespace, names: lis
 def _sglang_answer(answer: dict[str, Any], args: dict[str, Any], dests: list[str]) -> dict[str, Any]:
     if answer["status"] != "resolved":
         return {k: answer[k] for k in ("status", "type", "message", "raised_in")}
-    # a field no step declared keeps its input (the namespace's value)
-    return {"status": "resolved", "final": {d: answer["values"].get(d, args.get(d)) for d in dests},
+    from tools.sglang_diff import sglang_value
+
+    # a field no step declared keeps its input (the namespace's value); one SGLang keeps nested
+    # (the decode graph's max_bs in cuda_graph_config) is read there, as the differential test reads it
+    return {"status": "resolved", "final": {d: sglang_value(answer, {"args": args}, d, {}) for d in dests},
             "declared_by": {d: answer["declared_by"][d] for d in dests if d in answer["declared_by"]}}
 
 

@@ -216,6 +216,7 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
     if memory is not None:
         request["platform_overrides"] = {"gpu_memory_gb": memory}
     args["chunked_prefill_size"] = _maybe(rng, 0.05, (-1, 1000, 2048, 4096, 8192))
+    _draw_memory(rng, args, request, catalogue)
     request["args"] = {k: v for k, v in args.items() if v is not None}
     _draw_parallel(rng, request["args"], catalogue)
     return request
@@ -258,6 +259,30 @@ def _draw_parallel(rng: random.Random, args: dict[str, Any], catalogue) -> None:
     args.update({k: v for k, v in drawn.items() if v is not None})
     if "moe_runner_backend" not in args and rng.random() < 0.02:  # SGLang's alias of --moe-a2a-backend megamoe
         args["moe_runner_backend"] = "megamoe"
+
+
+def _draw_memory(rng: random.Random, args: dict[str, Any], request: dict[str, Any], catalogue) -> None:
+    """The memory settings (rules/memory.yaml, rules/cuda_graph.yaml): a typed static fraction, decode graph
+    batch, running-request cap or prefill token budget, the CUDA-graph switches, and attention DP over the
+    whole TP group (its graph reserve), each in a few launches."""
+    args["mem_fraction_static"] = _maybe(rng, 0.05, (0.7, 0.85, 0.9))
+    args["cuda_graph_max_bs_decode"] = _maybe(rng, 0.06, (16, 64, 160, 320))
+    args["max_running_requests"] = _maybe(rng, 0.08, (8, 32, 64, 128, 512))
+    args["max_prefill_tokens"] = _maybe(rng, 0.03, (4096, 32768))
+    args["disable_cuda_graph"] = _maybe(rng, 0.03, (True,))
+    args["disable_prefill_cuda_graph"] = _maybe(rng, 0.03, (True,))
+    args["cuda_graph_backend_decode"] = _maybe(rng, 0.03, _offered(catalogue, "cuda_graph_backend_decode",
+                                                                   ("full", "breakable", "disabled")))
+    args["cuda_graph_backend_prefill"] = _maybe(rng, 0.03, _offered(catalogue, "cuda_graph_backend_prefill",
+                                                                    ("full", "breakable", "disabled")))
+    args["cuda_graph_max_bs_prefill"] = _maybe(rng, 0.03, (1024, 4096))
+    args["disable_decode_cuda_graph"] = _maybe(rng, 0.03, (True,))
+    args["max_total_tokens"] = _maybe(rng, 0.03, (4096, 1 << 20))
+    # attention DP without speculative decoding (DSpark under attention DP needs --enable-dp-lm-head, not
+    # modelled by the speculative rules yet)
+    if (rng.random() < 0.1 and args.get("attn_dp_size") is None and (args.get("tp_size") or 1) > 1
+            and args.get("speculative_algorithm") is None):
+        args["attn_dp_size"] = args["tp_size"]
 
 
 def launches(seed: int, count: int) -> list[dict[str, Any]]:
@@ -353,8 +378,17 @@ def _template(message: str) -> str:
     return re.sub(r"\d+(\.\d+)?", "N", message)[:160]
 
 
+#: options SGLang reports nested: the decode graph's largest batch is cuda_graph_config.decode.max_bs
+NESTED = {"cuda_graph_max_bs_decode": ("cuda_graph_config", "decode", "max_bs")}
+
+
 def sglang_value(answer: dict, request: dict, field: str, defaults: dict[str, Any]) -> Any:
     """SGLang's final value: what a step declared, else what was typed, else SGLang's default."""
+    if field in NESTED and NESTED[field][0] in answer["values"]:
+        value = answer["values"][NESTED[field][0]]
+        for key in NESTED[field][1:]:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
     if field in answer["values"]:
         return answer["values"][field]
     return request["args"].get(field, defaults.get(field))

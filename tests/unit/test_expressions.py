@@ -15,6 +15,15 @@ from resolver.expressions import parse_expression
     ("a != b", {"a": True, "b": 1}, True),  # a boolean is not a number, as in when:
     ("-a * 2", {"a": 3}, -6),
     ("not (a < 2) and b", {"a": 3, "b": True}, True),
+    ("a * 1.5 + b / 8 * 1024", {"a": 8192, "b": 1}, 12416.0),   # float constants, true division
+    ("round((a - b) / a, 3)", {"a": 81920, "b": 13904}, 0.83),   # SGLang's memory fraction of an H100
+    ("round(a, 3) * 0.85", {"a": 0.86654}, 0.73695),            # rounded, then scaled (SGLang on an MI300X)
+    ("min(a, b, 4)", {"a": 9, "b": 6}, 4),
+    ("max(a, 2048)", {"a": 1024}, 2048),
+    ("max(a // 8, -1)", {"a": -9}, -1),
+    ("8 if a < 20 else 48 if b < 4 else 160", {"a": 32, "b": 8}, 160),
+    ("8 if a < 20 else 48 if b < 4 else 160", {"a": 32, "b": 2}, 48),
+    ("8 if a < 20 else 48 if b < 4 else 160", {"a": 16}, 8),     # the branch not taken may be null
 ])
 def test_values(text, values, expected):
     assert parse_expression(text).evaluate(values) == expected
@@ -27,6 +36,12 @@ def test_values(text, values, expected):
     ("a + 1", {"a": "x"}),          # not a number
     ("a + 1", {"a": True}),
     ("a and b", {"a": True}),
+    ("a / b", {"a": 1, "b": 0}),
+    ("min(a, 4)", {}),              # min, max and round of null
+    ("max(a, 4)", {"a": True}),
+    ("round(a, 3)", {}),
+    ("round(a, b)", {"a": 1.25, "b": 0.5}),   # digits must be whole
+    ("1 if a else 2", {}),          # a conditional on null
 ])
 def test_null_propagates(text, values):
     assert parse_expression(text).evaluate(values) is None
@@ -36,8 +51,9 @@ def test_names_are_listed_in_order():
     assert parse_expression("coalesce(user.x, 12) // y.z + x").names == ("user.x", "y.z", "x")
 
 
-@pytest.mark.parametrize("text", ["a ** 2", "f(a)", "a.b()", "[a]", "a if b else c", "1 < a < 3", "a / 2",
-                                  "coalesce()", "'x' + 1e999"])
+@pytest.mark.parametrize("text", ["a ** 2", "f(a)", "a.b()", "[a]", "1 < a < 3", "a @ 2",
+                                  "coalesce()", "'x' + 1e999", "min(a)", "max()", "round(a)",
+                                  "round(a, 1, 2)", "min(a, b=1)", "abs(a)", "1 if a else 1e999"])
 def test_refused(text):
     with pytest.raises(ConditionError):
         parse_expression(text)

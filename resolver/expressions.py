@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import functools
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +49,11 @@ class Expression:
     tree: ast.expr = field(compare=False)  # the source decides equality (pack cache round trip)
 
     def evaluate(self, values: dict[str, Any]) -> Any:
-        return _eval(self.tree, values)
+        return self._evaluator(values)
+
+    @functools.cached_property
+    def _evaluator(self) -> _Evaluator:
+        return _compile(self.tree)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -104,47 +109,76 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _eval(node: ast.AST, values: dict[str, Any]) -> Any:
+#: an evaluator: the values decided so far -> the value (null propagates, see the module doc)
+_Evaluator = Callable[[dict[str, Any]], Any]
+
+
+def _compile(node: ast.AST) -> _Evaluator:
+    """The checked tree as nested closures, built once per expression: evaluating walks no syntax tree
+    and dispatches on no node type (a resolution evaluates dozens of values)."""
     if _is_name(node):
-        return values.get(_name(node))
+        name = _name(node)
+        return lambda values: values.get(name)
     if _literal_name(node) or isinstance(node, ast.Constant):
-        return _literal(node)
+        constant = _literal(node)
+        return lambda values: constant
     if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, values), _eval(node.right, values)
-        if not (_number(a) and _number(b)) or (isinstance(node.op, _DIVIDE) and b == 0):
-            return None
-        return _ARITH[type(node.op)](a, b)
+        left, right, op = _compile(node.left), _compile(node.right), _ARITH[type(node.op)]
+        divides = isinstance(node.op, _DIVIDE)
+
+        def arithmetic(values):
+            a, b = left(values), right(values)
+            if not (_number(a) and _number(b)) or (divides and b == 0):
+                return None
+            return op(a, b)
+        return arithmetic
     if isinstance(node, ast.UnaryOp):
-        v = _eval(node.operand, values)
+        operand = _compile(node.operand)
         if isinstance(node.op, ast.Not):
-            return None if v is None else not v
-        return -v if _number(v) else None
+            return lambda values: None if (v := operand(values)) is None else not v
+        return lambda values: -v if _number(v := operand(values)) else None
     if isinstance(node, ast.Compare):
-        a, b = _eval(node.left, values), _eval(node.comparators[0], values)
-        op = type(node.ops[0])
-        if a is None or b is None:
-            return None
-        if op in (ast.Eq, ast.NotEq):
-            same = a == b and isinstance(a, bool) == isinstance(b, bool)  # true is not 1 (conditions.py)
-            return same if op is ast.Eq else not same
-        return _COMPARE[op](a, b) if _number(a) and _number(b) else None
+        left, right, kind = _compile(node.left), _compile(node.comparators[0]), type(node.ops[0])
+        compare = _COMPARE[kind]
+
+        def comparison(values):
+            a, b = left(values), right(values)
+            if a is None or b is None:
+                return None
+            if kind in (ast.Eq, ast.NotEq):
+                same = a == b and isinstance(a, bool) == isinstance(b, bool)  # true is not 1 (conditions.py)
+                return same if kind is ast.Eq else not same
+            return compare(a, b) if _number(a) and _number(b) else None
+        return comparison
     if isinstance(node, ast.BoolOp):
-        items = [_eval(v, values) for v in node.values]
-        if any(v is None for v in items):
-            return None
-        return all(items) if isinstance(node.op, ast.And) else any(items)
+        parts, conjunction = [_compile(v) for v in node.values], isinstance(node.op, ast.And)
+
+        def boolean(values):
+            items = [p(values) for p in parts]
+            if any(v is None for v in items):
+                return None
+            return all(items) if conjunction else any(items)
+        return boolean
     if isinstance(node, ast.IfExp):
-        test = _eval(node.test, values)
-        if test is None:
-            return None
-        return _eval(node.body if test else node.orelse, values)
+        test, body, orelse = _compile(node.test), _compile(node.body), _compile(node.orelse)
+
+        def conditional(values):
+            t = test(values)
+            if t is None:
+                return None
+            return body(values) if t else orelse(values)
+        return conditional
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)  # one of _CALLS (_check)
-    if node.func.id == "coalesce":
-        return next((v for v in (_eval(a, values) for a in node.args) if v is not None), None)
-    args = [_eval(a, values) for a in node.args]
-    if not all(map(_number, args)):
-        return None
-    if node.func.id == "round":
-        number, digits = args
-        return round(number, digits) if isinstance(digits, int) else None
-    return min(args) if node.func.id == "min" else max(args)
+    args, call = [_compile(a) for a in node.args], node.func.id
+    if call == "coalesce":
+        return lambda values: next((v for v in (a(values) for a in args) if v is not None), None)
+
+    def function(values):
+        got = [a(values) for a in args]
+        if not all(map(_number, got)):
+            return None
+        if call == "round":
+            number, digits = got
+            return round(number, digits) if isinstance(digits, int) else None
+        return min(got) if call == "min" else max(got)
+    return function

@@ -291,7 +291,8 @@ def to_json_dict(res) -> dict[str, Any]:
         "facts": {n: f.to_dict() for n, f in sorted(res.outcome.facts.items()) if n.startswith(("model.", "platform."))
                   or n in res.engine.pack.facts},
         # what a derived fact read, by name: the inner nodes of the text's trees
-        "derived_facts": {n: res.outcome.derivations[n].to_dict() for n in sorted(res.engine.pack.facts)
+        "derived_facts": {n: res.outcome.derivations[n].to_dict()
+                          for n in sorted({*res.engine.pack.facts, *res.engine.pack.computes})
                           if n in res.outcome.derivations},
         "conflicts": [{**c.to_dict(), "root_cause": _root_cause(res, c),
                        "remedy": getattr(res.engine.pack.rule(c.rule.id), "remedy", None),

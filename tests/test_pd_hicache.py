@@ -1,0 +1,233 @@
+"""PD disaggregation (rules/pd.yaml), HiCache (rules/hicache.yaml) and the serving defaults every launch
+gets (rules/serving_defaults.yaml) against SGLang 0.5.23.
+
+Every expected value below is SGLang 0.5.23's own answer for the same request (the oracle, docs/parity.md:
+``{"platform": P, "model": <the catalogued config>, "args": A}`` given to ``oracle/ask.py``), recorded when
+the rules were written; ``test_the_table_is_sglangs_answer`` asks the oracle again when it is installed.
+A value SGLang does not declare is what was typed, else SGLang's default.
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+from resolver import ConflictError, resolve
+from resolver.api import get_engine, resolve_request
+from resolver.catalogue import catalogue as flag_catalogue
+
+from .conftest import CATALOGUE
+from .oracle import ORACLE, oracle_python
+
+LLAMA = CATALOGUE["meta-llama/Llama-3.1-8B-Instruct"]
+QWEN3 = CATALOGUE["Qwen/Qwen3-8B"]
+QWEN_MOE = CATALOGUE["Qwen/Qwen3-30B-A3B"]
+DSV3 = CATALOGUE["deepseek-ai/DeepSeek-V3"]
+
+DECODE = {"disaggregation_mode": "decode"}
+HICACHE = {"enable_hierarchical_cache": True}
+
+#: the serving defaults of a plain launch on an NVIDIA GPU with FlashInfer
+PLAIN = {"sampling_backend": "flashinfer", "grammar_backend": "xgrammar", "load_balance_method": "round_robin",
+         "prefill_decode_interval": 0, "boundary_reduction": "rs+rsv", "hicache_ratio": 2.0,
+         "hicache_host_memory_fraction": 0.8}
+
+#: (case id, platform, model config, typed args, {field: SGLang's final value})
+CASES = [
+    # serving defaults
+    ("plain", "sm90", LLAMA, {}, PLAIN),
+    ("rocm-samples-with-pytorch", "gfx942", LLAMA, {}, {**PLAIN, "sampling_backend": "pytorch"}),
+    ("rocm-typed-flashinfer-kept", "gfx942", LLAMA, {"sampling_backend": "flashinfer"},
+     {"sampling_backend": "flashinfer"}),
+    ("deterministic-pytorch", "sm90", LLAMA, {"enable_deterministic_inference": True, "sampling_backend": "flashinfer"},
+     {"sampling_backend": "pytorch"}),
+    ("deterministic-keeps-ascend", "sm90", LLAMA, {"enable_deterministic_inference": True, "sampling_backend": "ascend"},
+     {"sampling_backend": "ascend"}),
+    ("typed-serving", "sm90", LLAMA, {"grammar_backend": "none", "load_balance_method": "total_tokens",
+                                      "sampling_backend": "pytorch", "prefill_decode_interval": 5},
+     {"grammar_backend": "none", "load_balance_method": "total_tokens", "sampling_backend": "pytorch",
+      "prefill_decode_interval": 5}),
+    ("qwen3-dense-all-reduce", "sm90", QWEN3, {}, {"boundary_reduction": "ar"}),
+    ("qwen3-moe-rs-rsv", "sm90", QWEN_MOE, {}, {"boundary_reduction": "rs+rsv"}),
+    ("typed-boundary", "sm90", LLAMA, {"boundary_reduction": "ar"}, {"boundary_reduction": "ar"}),
+    ("prefill-follows-bootstrap-room", "sm90", LLAMA, {"disaggregation_mode": "prefill", "load_balance_method": "auto"},
+     {"load_balance_method": "follow_bootstrap_room"}),
+    ("prefill-typed-balance", "sm90", LLAMA, {"disaggregation_mode": "prefill", "load_balance_method": "total_requests"},
+     {"load_balance_method": "total_requests"}),
+    # PD
+    ("decode", "sm90", LLAMA, DECODE,
+     {"disable_radix_cache": True, "disaggregation_decode_extra_slots": 0, "hicache_ratio": None,
+      "load_balance_method": "round_robin", "disaggregation_transfer_backend": "mooncake"}),
+    ("mooncake-tcp", "sm90", LLAMA, {**DECODE, "disaggregation_transfer_backend": "mooncake_tcp"},
+     {"disaggregation_transfer_backend": "mooncake"}),
+    ("decode-fake-transfer", "sm90", LLAMA, {**DECODE, "disaggregation_transfer_backend": "fake"},
+     {"disaggregation_transfer_backend": "fake", "disable_radix_cache": True}),
+    ("decode-small-batch", "sm90", LLAMA, {**DECODE, "max_running_requests": 16},
+     {"disaggregation_decode_extra_slots": 32}),
+    ("decode-large-batch", "sm90", LLAMA, {**DECODE, "max_running_requests": 64},
+     {"disaggregation_decode_extra_slots": 0}),
+    ("decode-batch-per-attn-dp", "sm90", LLAMA, {**DECODE, "max_running_requests": 64, "tp_size": 8, "attn_dp_size": 4},
+     {"disaggregation_decode_extra_slots": 32}),
+    ("decode-fewer-than-workers", "sm90", LLAMA, {**DECODE, "max_running_requests": 3, "tp_size": 8,
+                                                  "attn_dp_size": 4},
+     {"disaggregation_decode_extra_slots": 2}),
+    ("decode-deprecated-dp-attention", "sm90", LLAMA, {**DECODE, "max_running_requests": 128, "tp_size": 8,
+                                                       "dp_size": 8, "enable_dp_attention": True},
+     {"disaggregation_decode_extra_slots": 32}),
+    ("decode-typed-extra-slots", "sm90", LLAMA, {**DECODE, "disaggregation_decode_extra_slots": 5},
+     {"disaggregation_decode_extra_slots": 5}),
+    ("decode-host-receive", "sm90", LLAMA, {**DECODE, "disaggregation_decode_host_receive_threshold": 0.5},
+     {"disaggregation_decode_retraction_backup": "host_pool", "hicache_mem_layout": "layer_first"}),
+    ("decode-host-receive-over-none", "sm90", LLAMA,
+     {**DECODE, "disaggregation_decode_host_receive_threshold": 0.5, "disaggregation_decode_retraction_backup": "none"},
+     {"disaggregation_decode_retraction_backup": "host_pool"}),
+    ("decode-host-pool-direct-io", "sm90", LLAMA, {**DECODE, "hicache_io_backend": "direct"},
+     {"hicache_mem_layout": "page_first_direct", "hicache_io_backend": "direct"}),
+    ("decode-cpu-tensor-no-host-pool", "sm90", LLAMA,
+     {**DECODE, "hicache_io_backend": "direct", "disaggregation_decode_retraction_backup": "cpu_tensor"},
+     {"hicache_mem_layout": "page_first"}),
+    ("decode-radix-cache-hicache", "sm90", LLAMA, {**DECODE, **HICACHE, "disaggregation_decode_enable_radix_cache": True},
+     {"disable_radix_cache": False, "hicache_ratio": None}),
+    # HiCache
+    ("hicache", "sm90", LLAMA, HICACHE,
+     {"hicache_ratio": 2.0, "hicache_mem_layout": "page_first", "hicache_io_backend": "kernel",
+      "hicache_write_policy": "write_through", "page_size": 1, "attention_backend": "fa3"}),
+    ("hicache-direct-io", "sm90", LLAMA, {**HICACHE, "hicache_io_backend": "direct"},
+     {"hicache_mem_layout": "page_first_direct", "hicache_io_backend": "direct"}),
+    ("hicache-page-first-direct", "sm90", LLAMA, {**HICACHE, "hicache_mem_layout": "page_first_direct"},
+     {"hicache_mem_layout": "page_first_direct", "hicache_io_backend": "direct"}),
+    ("hicache-pfd-kernel-ascend", "sm90", LLAMA,
+     {**HICACHE, "hicache_mem_layout": "page_first_direct", "hicache_io_backend": "kernel_ascend"},
+     {"hicache_mem_layout": "page_first_direct", "hicache_io_backend": "kernel_ascend"}),
+    ("hicache-mooncake-layer-first", "sm90", LLAMA,
+     {**HICACHE, "hicache_storage_backend": "mooncake", "hicache_mem_layout": "layer_first"},
+     {"hicache_mem_layout": "page_first"}),
+    ("hicache-mooncake-layer-first-direct", "sm90", LLAMA,
+     {**HICACHE, "hicache_storage_backend": "mooncake", "hicache_mem_layout": "layer_first", "hicache_io_backend": "direct"},
+     {"hicache_mem_layout": "page_first_direct", "hicache_io_backend": "direct"}),
+    ("hicache-memcache-kernel-ascend", "sm90", LLAMA,
+     {**HICACHE, "hicache_storage_backend": "npu_memcache", "hicache_mem_layout": "layer_first",
+      "hicache_io_backend": "kernel_ascend"},
+     {"hicache_mem_layout": "layer_first"}),
+    ("hicache-mooncake-dcp-keeps-layout", "sm90", DSV3,
+     {**HICACHE, "dcp_size": 2, "tp_size": 8, "hicache_storage_backend": "mooncake", "hicache_mem_layout": "layer_first"},
+     {"hicache_mem_layout": "layer_first"}),
+    ("hicache-dcp-mla", "sm90", DSV3, {**HICACHE, "dcp_size": 2, "tp_size": 8}, {"hicache_ratio": 2.0}),
+    ("hicache-buffer-only", "sm90", LLAMA,
+     {**HICACHE, "hicache_host_memory_mode": "buffer_only", "hicache_storage_backend": "file",
+      "hicache_write_policy": "write_back"},
+     {"hicache_ratio": 1.2, "hicache_write_policy": "write_through"}),
+    ("hicache-typed-ratio", "sm90", LLAMA, {**HICACHE, "hicache_ratio": 3.0},
+     {"hicache_ratio": 3.0, "hicache_host_memory_fraction": None}),
+    ("hicache-typed-size", "sm90", LLAMA, {**HICACHE, "hicache_size": 100},
+     {"hicache_ratio": 2.0, "hicache_host_memory_fraction": None}),
+    ("ratio-without-hicache", "sm90", LLAMA, {"hicache_ratio": 1.5}, {"hicache_host_memory_fraction": None}),
+    ("buffer-only-without-hicache", "sm90", LLAMA, {"hicache_host_memory_mode": "buffer_only"},
+     {"hicache_ratio": 1.2}),
+]
+
+#: (case id, platform, model config, typed args, the rule, a phrase of SGLang's refusal)
+REFUSED = [
+    ("prefill-fake", "sm90", LLAMA, {"disaggregation_mode": "prefill", "disaggregation_transfer_backend": "fake"},
+     "conflict.pd.prefill-fake-transfer", "Prefill server does not support 'fake'"),
+    ("decode-radix-fake", "sm90", LLAMA,
+     {**DECODE, "disaggregation_transfer_backend": "fake", "disaggregation_decode_enable_radix_cache": True},
+     "conflict.pd.decode-radix-cache-fake-transfer", "incompatible with --disaggregation-transfer-backend fake"),
+    ("threshold-range", "sm90", LLAMA, {"disaggregation_decode_host_receive_threshold": 1.5},
+     "conflict.pd.host-receive-threshold-range", "must be between 0 and 1"),
+    ("host-receive-cpu-tensor", "sm90", LLAMA,
+     {**DECODE, "disaggregation_decode_host_receive_threshold": 0.5,
+      "disaggregation_decode_retraction_backup": "cpu_tensor"},
+     "conflict.pd.host-receive-cpu-tensor", "requires host_pool retraction"),
+    ("host-pool-not-decode", "sm90", LLAMA, {"disaggregation_decode_retraction_backup": "host_pool"},
+     "conflict.pd.host-pool-not-decode", "only supported on a PD decode server"),
+    ("host-receive-on-prefill", "sm90", LLAMA,
+     {"disaggregation_mode": "prefill", "disaggregation_decode_host_receive_threshold": 0.5},
+     "conflict.pd.host-pool-not-decode", "only supported on a PD decode server"),
+    ("host-pool-dcp", "sm90", LLAMA,
+     {**DECODE, "disaggregation_decode_retraction_backup": "host_pool", "dcp_size": 2, "tp_size": 2},
+     "conflict.pd.host-pool-dcp", "does not support --dcp-size > 1"),
+    ("buffer-only-no-storage", "sm90", LLAMA, {**HICACHE, "hicache_host_memory_mode": "buffer_only"},
+     "conflict.hicache.buffer-only-needs-storage", "buffer_only requires a storage backend"),
+    ("decode-buffer-only-no-storage", "sm90", LLAMA, {**DECODE, "hicache_host_memory_mode": "buffer_only"},
+     "conflict.hicache.buffer-only-needs-storage", "buffer_only requires a storage backend"),
+    ("decode-buffer-only", "sm90", LLAMA,
+     {**DECODE, "hicache_host_memory_mode": "buffer_only", "hicache_storage_backend": "file"},
+     "conflict.hicache.buffer-only-decode", "not supported on decode instances"),
+    ("hicache-radix-off", "sm90", LLAMA, {**HICACHE, "disable_radix_cache": True},
+     "conflict.hicache.radix-cache-off", "mutually exclusive"),
+    ("hicache-on-decode", "sm90", LLAMA, {**HICACHE, **DECODE},
+     "conflict.hicache.radix-cache-off", "mutually exclusive"),
+    ("host-receive-mooncake-storage", "sm90", LLAMA,
+     {**DECODE, "disaggregation_decode_host_receive_threshold": 0.5, "hicache_storage_backend": "mooncake"},
+     "conflict.hicache.host-receive-storage-layout", "cannot share the layer_first decode host pool"),
+    ("hicache-dcp-mha", "sm90", QWEN3, {**HICACHE, "dcp_size": 2, "tp_size": 2},
+     "conflict.hicache.dcp-mha", "only supported for MLA models"),
+    ("hicache-dcp-eagle", "sm90", DSV3, {**HICACHE, "dcp_size": 2, "tp_size": 8, "speculative_algorithm": "EAGLE"},
+     "conflict.hicache.dcp-speculative", "only supports DSPARK speculative decoding"),
+    ("hicache-dcp-buffer-only", "sm90", DSV3,
+     {**HICACHE, "dcp_size": 2, "tp_size": 8, "hicache_storage_backend": "file", "hicache_host_memory_mode": "buffer_only"},
+     "conflict.hicache.dcp-buffer-only", "does not support buffer_only host memory"),
+    ("fraction-range", "sm90", LLAMA, {"hicache_host_memory_fraction": 1.5},
+     "conflict.hicache.host-memory-fraction-range", "must be in (0, 1]"),
+    ("negative-interval", "sm90", LLAMA, {"prefill_decode_interval": -1},
+     "conflict.serving.prefill-decode-interval-negative", "must be non-negative"),
+]
+
+
+@pytest.mark.parametrize("case, platform, model, args, expected", CASES, ids=[c[0] for c in CASES])
+def test_values_are_sglangs(case, platform, model, args, expected):
+    got = resolve(args, platform=platform, model=model).values
+    assert {f: got[f] for f in expected} == expected
+
+
+@pytest.mark.parametrize("case, platform, model, args, rule, phrase", REFUSED, ids=[c[0] for c in REFUSED])
+def test_refused_as_sglang_refuses(case, platform, model, args, rule, phrase):
+    with pytest.raises(ConflictError) as info:
+        resolve(args, platform=platform, model=model)
+    conflicts = info.value.resolution.conflicts
+    assert rule in {c.rule.id for c in conflicts}
+    assert phrase in next(c.message for c in conflicts if c.rule.id == rule)
+
+
+def test_every_fix_resolves():
+    """Each refusal lists at least one fix, and every fix listed resolves (SGLang accepting them is what the
+    differential test checks)."""
+    for case, platform, model, args, rule, _phrase in REFUSED:
+        res = resolve_request(get_engine(), platform=platform, model=dict(model), args=args, fixes=True)
+        fixes = [f for c in res.conflicts if c.rule.id == rule for f in c.fixes]
+        assert fixes, case
+        for fix in fixes:
+            fixed = {k: v for k, v in args.items() if k not in fix.unset} | dict(fix.set)
+            assert not resolve(fixed, platform=platform, model=model).conflicts, (case, fix)
+
+
+def test_a_typed_value_sglang_overrides_is_a_warning():
+    res = resolve({"enable_deterministic_inference": True, "sampling_backend": "flashinfer"}, platform="sm90",
+                  model=LLAMA)
+    assert res.values["sampling_backend"] == "pytorch"
+    assert any("adjust.serving.sampling-deterministic" in w.message for w in res.warnings)
+
+
+def test_the_table_is_sglangs_answer():
+    """Ask SGLang 0.5.23 (the oracle) the whole table again: every value and every refusal."""
+    from tools.sglang_diff import oracle_lock, sglang_value
+
+    python = oracle_python()
+    requests = [{"id": c[0], "platform": c[1], "model": c[2], "args": c[3]} for c in CASES + REFUSED]
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in requests)
+    try:
+        with oracle_lock():
+            run = subprocess.run([python, "-B", os.path.join(ORACLE, "ask.py"), fh.name], cwd=os.path.dirname(ORACLE),
+                                 capture_output=True, text=True, timeout=600, check=False)
+    finally:
+        os.unlink(fh.name)
+    answers = {a["id"]: a["sglang"] for a in map(json.loads, run.stdout.splitlines())}
+    defaults = {dest: a.default for dest, a in flag_catalogue().by_dest.items()}
+    for case, _platform, _model, args, expected in CASES:
+        got = {f: sglang_value(answers[case], {"args": args}, f, defaults) for f in expected}
+        assert answers[case]["status"] == "resolved" and got == expected, (case, got)
+    for case, _platform, _model, _args, _rule, phrase in REFUSED:
+        assert answers[case]["status"] == "error" and phrase in answers[case]["message"], (case, answers[case])

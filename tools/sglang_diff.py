@@ -235,6 +235,11 @@ def _draw_pd_hicache(rng: random.Random, args: dict[str, Any], catalogue) -> Non
         args["disaggregation_decode_host_receive_threshold"] = _maybe(rng, 0.08, (0.5, 0.9))
         args["max_running_requests"] = _maybe(rng, 0.1, (8, 16, 64, 256))
     args["disaggregation_decode_retraction_backup"] = _maybe(rng, 0.03, ("host_pool", "cpu_tensor", "none"))
+    if mode is not None and rng.random() < 0.15:  # the prefill_complete pair and optimistic prefill
+        args["disaggregation_decode_allocation_policy"] = _maybe(rng, 0.6, ("early", "prefill_complete"))
+        args["optimistic_prefill_attempts"] = _maybe(rng, 0.5, (0, 1, 3))
+    if mode == "decode":
+        args["disaggregation_decode_enable_offload_kvcache"] = _maybe(rng, 0.05, (True,))
     if rng.random() < 0.08 or (mode == "decode" and rng.random() < 0.1):
         args["enable_hierarchical_cache"] = True if mode != "decode" or rng.random() < 0.5 else None
         args["hicache_ratio"] = _maybe(rng, 0.2, (1.5, 3.0))

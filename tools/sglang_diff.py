@@ -8,8 +8,7 @@ platforms, with a random draw of the options the rules cover: attention, prefill
 backends, KV-cache dtype, page size, HiSparse, speculative decoding (EAGLE, EAGLE3, NEXTN,
 STANDALONE, NGRAM, DFLASH with their shapes, draft checkpoints, the draft's quantization and MoE
 runner), tensor parallelism, deterministic inference, the PD role, the quantization, the MoE
-runner, TF32 matmuls and shared-expert fusion, the PD transfer backend and decode host receive, HiCache
-(host pool, layout, I/O and storage backends) and the sampling/grammar/load-balancing serving defaults.  Most options stay unset in most launches, as in real
+runner, TF32 matmuls and shared-expert fusion.  Most options stay unset in most launches, as in real
 commands.  SGLang answers through the oracle (a separate Python with the sglang 0.5.23 wheel and
 torch stubbed out; its ``ask.py``), the resolver answers in this process, and every launch is
 classed:
@@ -223,8 +222,10 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
 
 
 def _draw_pd_hicache(rng: random.Random, args: dict[str, Any], catalogue) -> None:
-    """The PD transfer backend and decode host receive, HiCache with its host pool, layout, I/O and
-    storage, and the serving defaults (rules/pd.yaml, rules/hicache.yaml, rules/serving_defaults.yaml)."""
+    """The PD transfer backend, decode host receive, offload and allocation policy, optimistic prefill,
+    HiCache with its host pool, layout, I/O and storage, LMCache, and the serving defaults (sampling,
+    grammar, load balancing, prefill/decode interval, boundary reduction): rules/pd.yaml,
+    rules/hicache.yaml, rules/serving_defaults.yaml."""
     mode = args.get("disaggregation_mode")
     if mode is not None:
         args["disaggregation_transfer_backend"] = _maybe(
@@ -251,6 +252,7 @@ def _draw_pd_hicache(rng: random.Random, args: dict[str, Any], catalogue) -> Non
         args["hicache_storage_backend"] = _maybe(rng, 0.2, ("file", "mooncake", "nixl", "hf3fs"))
         args["hicache_write_policy"] = _maybe(rng, 0.15, ("write_back", "write_through", "write_through_selective"))
     args["hicache_host_memory_fraction"] = _maybe(rng, 0.02, (0.5, 1.0))
+    args["enable_lmcache"] = _maybe(rng, 0.02, (True,))
     args["sampling_backend"] = _maybe(rng, 0.05, ("flashinfer", "pytorch"))
     args["grammar_backend"] = _maybe(rng, 0.04, ("xgrammar", "outlines", "llguidance", "none"))
     args["load_balance_method"] = _maybe(rng, 0.04, ("auto", "round_robin", "total_requests", "total_tokens"))

@@ -24,6 +24,7 @@ LLAMA = CATALOGUE["meta-llama/Llama-3.1-8B-Instruct"]
 QWEN3 = CATALOGUE["Qwen/Qwen3-8B"]
 QWEN_MOE = CATALOGUE["Qwen/Qwen3-30B-A3B"]
 DSV3 = CATALOGUE["deepseek-ai/DeepSeek-V3"]
+DSV32 = CATALOGUE["deepseek-ai/DeepSeek-V3.2"]
 
 DECODE = {"disaggregation_mode": "decode"}
 HICACHE = {"enable_hierarchical_cache": True}
@@ -126,6 +127,14 @@ CASES = [
     ("optimistic-without-pd", "sm90", LLAMA,
      {**HICACHE, "optimistic_prefill_attempts": 2, "hicache_write_policy": "write_through_selective"},
      {"optimistic_prefill_attempts": 2}),
+    ("decode-radix-cache-deterministic-flashinfer", "sm90", LLAMA,
+     {**DECODE, "disaggregation_decode_enable_radix_cache": True, "enable_deterministic_inference": True,
+      "attention_backend": "flashinfer"},
+     {"disable_radix_cache": True, "sampling_backend": "pytorch"}),
+    ("decode-radix-cache-deterministic-triton", "sm90", LLAMA,
+     {**DECODE, "disaggregation_decode_enable_radix_cache": True, "enable_deterministic_inference": True,
+      "attention_backend": "triton"},
+     {"disable_radix_cache": False}),
     # HiCache
     ("hicache", "sm90", LLAMA, HICACHE,
      {"hicache_ratio": 2.0, "hicache_mem_layout": "page_first", "hicache_io_backend": "kernel",
@@ -238,6 +247,12 @@ REFUSED = [
     ("hicache-dcp-buffer-only", "sm90", DSV3,
      {**HICACHE, "dcp_size": 2, "tp_size": 8, "hicache_storage_backend": "file", "hicache_host_memory_mode": "buffer_only"},
      "conflict.hicache.dcp-buffer-only", "does not support buffer_only host memory"),
+    ("hicache-native-nvfp4", "sm100", LLAMA, {**HICACHE, "kv_cache_dtype": "nvfp4"},
+     "conflict.hicache.nvfp4-sm100-native", "does not yet support hierarchical KV cache or LMCache"),
+    ("lmcache-native-nvfp4", "sm100", LLAMA, {"enable_lmcache": True, "kv_cache_dtype": "nvfp4"},
+     "conflict.hicache.nvfp4-sm100-native", "does not yet support hierarchical KV cache or LMCache"),
+    ("hicache-dsa-dcp", "sm100", DSV32, {**HICACHE, "dcp_size": 2, "tp_size": 8},
+     "conflict.hicache.dsa-dcp", "DSA DCP does not support HiSparse or HiCache"),
     ("lmcache-hicache", "sm90", LLAMA, {**HICACHE, "enable_lmcache": True},
      "conflict.lmcache.hicache", "mutually exclusive"),
     ("lmcache-deterministic-radix-off", "sm90", LLAMA,

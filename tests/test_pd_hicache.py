@@ -330,3 +330,21 @@ def test_the_table_is_sglangs_answer():
         assert answers[case]["status"] == "resolved" and got == expected, (case, got)
     for case, _platform, _model, _args, _rule, phrase in REFUSED:
         assert answers[case]["status"] == "error" and phrase in answers[case]["message"], (case, answers[case])
+
+
+def test_the_launch_line_leaves_sglang_what_it_works_out_itself():
+    """Given --hicache-ratio, SGLang turns the host-memory fraction off; given the target's boundary
+    reduction, it stops resolving a separate draft's own; given mooncake instead of mooncake_tcp, it does
+    not set MC_FORCE_TCP=1. The resolved values are SGLang's, the launch line leaves them unset."""
+    from resolver.launch_line import launch_argv
+
+    res = resolve({**DECODE, "disaggregation_transfer_backend": "mooncake_tcp"}, platform="sm90", model=QWEN3)
+    assert res.values["disaggregation_transfer_backend"] == "mooncake" and not res.warnings
+    argv = launch_argv(res)
+    assert argv[argv.index("--disaggregation-transfer-backend") + 1] == "mooncake_tcp"
+    res = resolve(HICACHE, platform="sm90", model=QWEN3)
+    assert (res.values["hicache_ratio"], res.values["boundary_reduction"]) == (2.0, "ar")
+    assert not {"--hicache-ratio", "--boundary-reduction"} & set(launch_argv(res))
+    res = resolve({**HICACHE, "hicache_ratio": 3.0, "boundary_reduction": "rs"}, platform="sm90", model=QWEN3)
+    argv = launch_argv(res)
+    assert argv[argv.index("--hicache-ratio") + 1] == "3.0" and argv[argv.index("--boundary-reduction") + 1] == "rs"

@@ -32,8 +32,7 @@ PREFILL_COMPLETE = {"disaggregation_decode_allocation_policy": "prefill_complete
 
 #: the serving defaults of a plain launch on an NVIDIA GPU with FlashInfer
 PLAIN = {"sampling_backend": "flashinfer", "grammar_backend": "xgrammar", "load_balance_method": "round_robin",
-         "prefill_decode_interval": 0, "boundary_reduction": "rs+rsv", "hicache_ratio": 2.0,
-         "hicache_host_memory_fraction": 0.8}
+         "prefill_decode_interval": 0, "boundary_reduction": "rs+rsv", "hicache_ratio": 2.0}
 
 #: (case id, platform, model config, typed args, {field: SGLang's final value})
 CASES = [
@@ -164,12 +163,10 @@ CASES = [
      {**HICACHE, "hicache_host_memory_mode": "buffer_only", "hicache_storage_backend": "file",
       "hicache_write_policy": "write_back"},
      {"hicache_ratio": 1.2, "hicache_write_policy": "write_through"}),
-    ("hicache-typed-ratio", "sm90", LLAMA, {**HICACHE, "hicache_ratio": 3.0},
-     {"hicache_ratio": 3.0, "hicache_host_memory_fraction": None}),
-    ("hicache-typed-size", "sm90", LLAMA, {**HICACHE, "hicache_size": 100},
-     {"hicache_ratio": 2.0, "hicache_host_memory_fraction": None}),
+    ("hicache-typed-ratio", "sm90", LLAMA, {**HICACHE, "hicache_ratio": 3.0}, {"hicache_ratio": 3.0}),
+    ("hicache-typed-size", "sm90", LLAMA, {**HICACHE, "hicache_size": 100}, {"hicache_ratio": 2.0}),
     ("lmcache", "sm90", LLAMA, {"enable_lmcache": True}, {"enable_lmcache": True, "disable_radix_cache": False}),
-    ("ratio-without-hicache", "sm90", LLAMA, {"hicache_ratio": 1.5}, {"hicache_host_memory_fraction": None}),
+    ("ratio-without-hicache", "sm90", LLAMA, {"hicache_ratio": 1.5}, {"hicache_ratio": 1.5}),
     ("buffer-only-without-hicache", "sm90", LLAMA, {"hicache_host_memory_mode": "buffer_only"},
      {"hicache_ratio": 1.2}),
 ]
@@ -268,8 +265,6 @@ REFUSED = [
      "conflict.lmcache.buffer-only", "HiCache-only mode"),
     ("lmcache-pd", "sm90", LLAMA, {"enable_lmcache": True, "disaggregation_mode": "prefill"},
      "conflict.lmcache.pd", "colocated prefill/decode scheduling only"),
-    ("fraction-range", "sm90", LLAMA, {"hicache_host_memory_fraction": 1.5},
-     "conflict.hicache.host-memory-fraction-range", "must be in (0, 1]"),
     ("negative-interval", "sm90", LLAMA, {"prefill_decode_interval": -1},
      "conflict.serving.prefill-decode-interval-negative", "must be non-negative"),
 ]
@@ -333,7 +328,7 @@ def test_the_table_is_sglangs_answer():
 
 
 def test_the_launch_line_leaves_sglang_what_it_works_out_itself():
-    """Given --hicache-ratio, SGLang turns the host-memory fraction off; given the target's boundary
+    """Given --hicache-ratio, SGLang turns --hicache-host-memory-fraction off; given the target's boundary
     reduction, it stops resolving a separate draft's own; given mooncake instead of mooncake_tcp, it does
     not set MC_FORCE_TCP=1. The resolved values are SGLang's, the launch line leaves them unset."""
     from resolver.launch_line import launch_argv

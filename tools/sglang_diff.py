@@ -251,7 +251,6 @@ def _draw_pd_hicache(rng: random.Random, args: dict[str, Any], catalogue) -> Non
         args["hicache_io_backend"] = _maybe(rng, 0.2, ("direct", "kernel"))
         args["hicache_storage_backend"] = _maybe(rng, 0.2, ("file", "mooncake", "nixl", "hf3fs"))
         args["hicache_write_policy"] = _maybe(rng, 0.15, ("write_back", "write_through", "write_through_selective"))
-    args["hicache_host_memory_fraction"] = _maybe(rng, 0.02, (0.5, 1.0))
     args["enable_lmcache"] = _maybe(rng, 0.02, (True,))
     args["sampling_backend"] = _maybe(rng, 0.05, ("flashinfer", "pytorch"))
     args["grammar_backend"] = _maybe(rng, 0.04, ("xgrammar", "outlines", "llguidance", "none"))

@@ -24,7 +24,9 @@ def test_numbers_the_engine_would_drop_are_input_errors(value):
 
 
 def test_ordinary_decimals_resolve():
-    res = resolve({"disaggregation_decode_host_receive_threshold": 0.25}, platform="h100", model_arch=DSV32)
+    # decode host receive exists on a PD decode server only (SGLang refuses it elsewhere: rules/pd.yaml)
+    res = resolve({"disaggregation_mode": "decode", "disaggregation_decode_host_receive_threshold": 0.25},
+                  platform="h100", model_arch=DSV32)
     assert res.values["disaggregation_decode_host_receive_threshold"] == 0.25
 
 

@@ -217,6 +217,7 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
         request["platform_overrides"] = {"gpu_memory_gb": memory}
     args["chunked_prefill_size"] = _maybe(rng, 0.05, (-1, 1000, 2048, 4096, 8192))
     _draw_memory(rng, args, request, catalogue)
+    _draw_pd_hicache(rng, args, catalogue)
     request["args"] = {k: v for k, v in args.items() if v is not None}
     _draw_parallel(rng, request["args"], catalogue)
     return request
@@ -283,6 +284,44 @@ def _draw_memory(rng: random.Random, args: dict[str, Any], request: dict[str, An
     if (rng.random() < 0.1 and args.get("attn_dp_size") is None and (args.get("tp_size") or 1) > 1
             and args.get("speculative_algorithm") is None):
         args["attn_dp_size"] = args["tp_size"]
+
+
+def _draw_pd_hicache(rng: random.Random, args: dict[str, Any], catalogue) -> None:
+    """The PD transfer backend, decode host receive, offload and allocation policy, optimistic prefill,
+    HiCache with its host pool, layout, I/O and storage, LMCache, and the serving defaults (sampling,
+    grammar, load balancing, prefill/decode interval, boundary reduction): rules/pd.yaml,
+    rules/hicache.yaml, rules/serving_defaults.yaml."""
+    mode = args.get("disaggregation_mode")
+    if mode is not None:
+        args["disaggregation_transfer_backend"] = _maybe(
+            rng, 0.3, _offered(catalogue, "disaggregation_transfer_backend",
+                               ("mooncake", "mooncake_tcp", "nixl", "mori", "ascend", "fake")))
+    if mode == "decode":
+        args["disaggregation_decode_enable_radix_cache"] = _maybe(rng, 0.1, (True,))
+        args["disaggregation_decode_host_receive_threshold"] = _maybe(rng, 0.08, (0.5, 0.9))
+        args["max_running_requests"] = _maybe(rng, 0.1, (8, 16, 64, 256))
+    args["disaggregation_decode_retraction_backup"] = _maybe(rng, 0.03, ("host_pool", "cpu_tensor", "none"))
+    if mode is not None and rng.random() < 0.15:  # the prefill_complete pair and optimistic prefill
+        args["disaggregation_decode_allocation_policy"] = _maybe(rng, 0.6, ("early", "prefill_complete"))
+        args["optimistic_prefill_attempts"] = _maybe(rng, 0.5, (0, 1, 3))
+    if mode == "decode":
+        args["disaggregation_decode_enable_offload_kvcache"] = _maybe(rng, 0.05, (True,))
+    if rng.random() < 0.08 or (mode == "decode" and rng.random() < 0.1):
+        args["enable_hierarchical_cache"] = True if mode != "decode" or rng.random() < 0.5 else None
+        args["hicache_ratio"] = _maybe(rng, 0.2, (1.5, 3.0))
+        args["hicache_size"] = _maybe(rng, 0.1, (0, 64))
+        args["hicache_host_memory_mode"] = _maybe(rng, 0.1, ("cache", "buffer_only"))
+        args["hicache_mem_layout"] = _maybe(rng, 0.25, _offered(catalogue, "hicache_mem_layout", (
+            "layer_first", "page_first", "page_first_direct", "page_first_kv_split", "page_head")))
+        args["hicache_io_backend"] = _maybe(rng, 0.2, ("direct", "kernel"))
+        args["hicache_storage_backend"] = _maybe(rng, 0.2, ("file", "mooncake", "nixl", "hf3fs"))
+        args["hicache_write_policy"] = _maybe(rng, 0.15, ("write_back", "write_through", "write_through_selective"))
+    args["enable_lmcache"] = _maybe(rng, 0.02, (True,))
+    args["sampling_backend"] = _maybe(rng, 0.05, ("flashinfer", "pytorch"))
+    args["grammar_backend"] = _maybe(rng, 0.04, ("xgrammar", "outlines", "llguidance", "none"))
+    args["load_balance_method"] = _maybe(rng, 0.04, ("auto", "round_robin", "total_requests", "total_tokens"))
+    args["prefill_decode_interval"] = _maybe(rng, 0.03, (0, 5, 22))
+    args["boundary_reduction"] = _maybe(rng, 0.04, ("auto", "ar", "rs", "rsv", "rs+rsv"))
 
 
 def launches(seed: int, count: int) -> list[dict[str, Any]]:

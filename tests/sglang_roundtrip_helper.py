@@ -41,6 +41,9 @@ CASES: list[tuple[str, Machine, str, str, str | None]] = [
      "--kv-cache-dtype fp8_e4m3 --enable-hisparse --disable-radix-cache --dsa-decode-backend tilelang", None),
     ("dsv32-h200-tp8", H200, "deepseek_v32_fp8", "--tp 8", None),
     ("dsv32-h200-dp-attn", H200, "deepseek_v32_fp8", "--tp 8 --dp 8 --enable-dp-attention", None),
+    # issue 12's launch: DeepEP all-to-all and FP8 weights over attention DP
+    ("dsv32-h200-dp-attn-deepep", H200, "deepseek_v32_fp8",
+     "--tp 8 --dp 8 --enable-dp-attention --moe-a2a-backend deepep --quantization fp8", None),
     ("dsv32-h200-mtp", H200, "deepseek_v32_fp8", f"--tp 8 {MTP}", None),
     ("dsv32-h200-hisparse", H200, "deepseek_v32_fp8", "--tp 8 --enable-hisparse --disable-radix-cache", None),
     ("dsv32-b200-fp8kv", B200, "deepseek_v32_fp8", "--tp 8 --kv-cache-dtype fp8_e4m3", None),

@@ -61,7 +61,7 @@ def test_the_command_lines_cover_the_launches_the_issue_names(report):
     typed = " ".join(" ".join(c["argv"]) for c in cases.values())
     for flag in ("--tp 8", "--dp 8", "--enable-dp-attention", "--speculative-algorithm EAGLE",
                  "--disaggregation-mode decode", "--disaggregation-decode-host-receive-threshold",
-                 "--kv-cache-dtype nvfp4"):
+                 "--kv-cache-dtype nvfp4", "--moe-a2a-backend deepep --quantization fp8"):
         assert flag in typed, flag
 
 

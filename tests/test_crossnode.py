@@ -12,7 +12,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import tempfile
 
 import pytest
@@ -311,7 +310,7 @@ def test_no_fixes_lists_the_mismatch_without_fixes():
 
 def test_the_worked_example_is_sglangs_answer():
     """SGLang 0.5.23 (the oracle) resolves the worked example's roles, and its fix, to the page sizes shown."""
-    from tools.sglang_diff import oracle_lock, sglang_value
+    from tools.sglang_diff import ask_oracle, sglang_value
 
     python = oracle_python()
     model = CATALOGUE[DSV3]
@@ -321,15 +320,7 @@ def test_the_worked_example_is_sglangs_answer():
              "decode-fixed": ("sm90", 141, {"disaggregation_mode": "decode", "page_size": 64}, 64)}
     requests = [{"id": k, "platform": p, "model": model, "args": {"tp_size": 8, **a},
                  "platform_overrides": {"gpu_memory_gb": mem}} for k, (p, mem, a, _) in cases.items()]
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in requests)
-    try:
-        with oracle_lock():
-            ran = subprocess.run([python, "-B", os.path.join(ORACLE, "ask.py"), fh.name], cwd=os.path.dirname(ORACLE),
-                                 capture_output=True, text=True, timeout=600, check=False)
-    finally:
-        os.unlink(fh.name)
-    answers = {a["id"]: a["sglang"] for a in map(json.loads, ran.stdout.splitlines())}
+    answers = {rid: a["sglang"] for rid, a in ask_oracle(requests, python, ORACLE).items()}
     for name, (_p, _m, args, page) in cases.items():
         assert answers[name]["status"] == "resolved", answers[name]
         assert sglang_value(answers[name], {"args": args}, "page_size", {}) == page, name

@@ -8,10 +8,6 @@ docs/parity.md: ``{"platform": P, "model": <catalogued config>, "args": A}`` giv
 declare is what was typed, else SGLang's default.  The first case is the launch of the issue: DeepSeek-V3.2 FP8
 on 8 H200 with the deprecated ``--dp 8 --enable-dp-attention`` and DeepEP.
 """
-import json
-import os
-import subprocess
-import tempfile
 
 import pytest
 
@@ -238,21 +234,13 @@ def test_the_all_to_all_stretches_a_typed_ep_size_with_a_warning():
 
 def test_the_table_is_sglangs_answer():
     """Ask SGLang 0.5.23 (the oracle) the whole table again: every value and every refusal."""
-    from tools.sglang_diff import oracle_lock, sglang_value
+    from tools.sglang_diff import ask_oracle, sglang_value
 
     python = oracle_python()
     requests = [{"id": c[0], "platform": c[1], "model": c[3], "args": c[4],
                  **({"platform_overrides": {"gpu_memory_gb": c[2]}} if c[2] else {})} for c in CASES]
     requests += [{"id": c[0], "platform": c[1], "model": c[2], "args": c[3]} for c in REFUSED]
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in requests)
-    try:
-        with oracle_lock():
-            run = subprocess.run([python, "-B", os.path.join(ORACLE, "ask.py"), fh.name], cwd=os.path.dirname(ORACLE),
-                                 capture_output=True, text=True, timeout=600, check=False)
-    finally:
-        os.unlink(fh.name)
-    answers = {a["id"]: a["sglang"] for a in map(json.loads, run.stdout.splitlines())}
+    answers = {rid: a["sglang"] for rid, a in ask_oracle(requests, python, ORACLE).items()}
     defaults = {dest: a.default for dest, a in catalogue().by_dest.items()}
     for case, _platform, _memory, _model, args, expected in CASES:
         got = {f: sglang_value(answers[case], {"args": args}, f, defaults) for f in FIELDS}

@@ -10,8 +10,6 @@ import argparse
 import io
 import json
 import os
-import subprocess
-import tempfile
 
 import pytest
 
@@ -209,19 +207,11 @@ def test_refused_as_sglang_refuses(case, platform, model, args, phrase):
 
 def test_the_table_is_sglangs_answer():
     """Ask SGLang 0.5.23 (the oracle) the whole table again: every value and every refusal."""
-    from tools.sglang_diff import oracle_lock, sglang_value
+    from tools.sglang_diff import ask_oracle, sglang_value
 
     python = oracle_python()
     requests = [{"id": c[0], "platform": c[1], "model": c[2], "args": c[3]} for c in CASES + REFUSED]
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in requests)
-    try:
-        with oracle_lock():
-            run = subprocess.run([python, "-B", os.path.join(ORACLE, "ask.py"), fh.name], cwd=os.path.dirname(ORACLE),
-                                 capture_output=True, text=True, timeout=600, check=False)
-    finally:
-        os.unlink(fh.name)
-    answers = {a["id"]: a["sglang"] for a in map(json.loads, run.stdout.splitlines())}
+    answers = {rid: a["sglang"] for rid, a in ask_oracle(requests, python, ORACLE).items()}
     defaults = {"moe_runner_backend": "auto", "disable_shared_experts_fusion": False}
     for case, _platform, _model, args, expected in CASES:
         got = {f: sglang_value(answers[case], {"args": args}, f, defaults) for f in FIELDS}

@@ -5,10 +5,6 @@ catalogue config; ``test_the_table_is_sglangs_answer`` asks it again when it is 
 layout beyond attention DP (nodes, the LM head, DCP, expert parallelism and the MoE all-to-all) is in
 tests/test_moe_a2a.py.
 """
-import json
-import os
-import subprocess
-import tempfile
 
 import pytest
 
@@ -53,19 +49,11 @@ def test_refusals(args, rule, phrase):
 def test_the_table_is_sglangs_answer():
     """Ask SGLang 0.5.23 (the oracle) the table again."""
     python = oracle_python()
-    from tools.sglang_diff import oracle_lock
+    from tools.sglang_diff import ask_oracle
 
     requests = [{"id": f"v{n}", "platform": "sm90", "model": LLAMA, "args": a} for n, (a, _) in enumerate(VALUES)]
     requests += [{"id": f"r{n}", "platform": "sm90", "model": LLAMA, "args": a} for n, (a, _, _) in enumerate(REFUSED)]
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in requests)
-    try:
-        with oracle_lock():
-            run = subprocess.run([python, "-B", os.path.join(ORACLE, "ask.py"), fh.name], cwd=os.path.dirname(ORACLE),
-                                 capture_output=True, text=True, timeout=600, check=False)
-    finally:
-        os.unlink(fh.name)
-    answers = {a["id"]: a["sglang"] for a in map(json.loads, run.stdout.splitlines())}
+    answers = {rid: a["sglang"] for rid, a in ask_oracle(requests, python, ORACLE).items()}
     for n, (args, (conservativeness, chunk)) in enumerate(VALUES):
         got = answers[f"v{n}"]
         assert got["status"] == "resolved", (args, got)

@@ -59,9 +59,37 @@ def _installed(req: dict[str, Any]) -> dict[str, bool] | None:
     return out or None
 
 
-def _gpu_memory(req: dict[str, Any]) -> Any:
-    """``platform_overrides.gpu_memory_gb`` (the oracle's format): the memory of one GPU, or None."""
-    return (req.get("platform_overrides") or {}).get("gpu_memory_gb")
+def request_kwargs(req: dict[str, Any], strict: bool = False, require_known_kernels: bool = False) -> dict[str, Any]:
+    """A batch request, checked, as the keyword arguments of :func:`~resolver.api.resolve_request`
+    (also each role of ``resolve cross-node``); ``strict`` and ``require_known_kernels`` are the
+    defaults a request may override."""
+    unknown = sorted(set(req) - _KEYS)
+    if unknown:
+        raise ResolverError(f"unknown request key(s) {unknown}; known: {sorted(_KEYS)}")
+    if "platform" not in req:
+        raise ResolverError("the request has no 'platform'")
+    if not isinstance(req.get("args", {}), dict):
+        raise ResolverError("'args' must be an object of option: value")
+    if not isinstance(req.get("strict", False), bool):
+        raise ResolverError("'strict' must be true or false")
+    if req.get("model") is not None and not isinstance(req["model"], dict):
+        raise ResolverError("'model' must be an object of config.json fields")
+    if req.get("draft_model") is not None and not isinstance(req["draft_model"], dict):
+        raise ResolverError("'draft_model' must be an object of the draft's config.json fields")
+    if not isinstance(req.get("require_known_kernels", False), bool):
+        raise ResolverError("'require_known_kernels' must be true or false")
+    if not isinstance(req.get("env") or {}, dict):
+        raise ResolverError("'env' must be an object of variable: value")
+    args = dict(req.get("args") or {})
+    if req.get("model_path") is not None:
+        args.setdefault("model_path", req["model_path"])
+    overrides = req.get("platform_overrides") or {}
+    installed = _installed(req)  # checks platform_overrides too
+    return {"platform": req["platform"], "args": args, "model": req.get("model"), "model_arch": req.get("model_arch"),
+            "installed": installed, "strict": bool(req.get("strict", strict)),
+            "require_known_kernels": req.get("require_known_kernels", require_known_kernels),
+            "draft_model": req.get("draft_model"), "gpu_memory_gb": overrides.get("gpu_memory_gb"),
+            "env": req.get("env"), "gpus_per_node": overrides.get("gpus_per_node")}
 
 
 def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True,
@@ -78,33 +106,7 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
         if not isinstance(req, dict):
             raise ResolverError("a request must be a JSON object")
         rid = req.get("id")
-        unknown = sorted(set(req) - _KEYS)
-        if unknown:
-            raise ResolverError(f"unknown request key(s) {unknown}; known: {sorted(_KEYS)}")
-        if "platform" not in req:
-            raise ResolverError("the request has no 'platform'")
-        if not isinstance(req.get("args", {}), dict):
-            raise ResolverError("'args' must be an object of option: value")
-        if not isinstance(req.get("strict", False), bool):
-            raise ResolverError("'strict' must be true or false")
-        if req.get("model") is not None and not isinstance(req["model"], dict):
-            raise ResolverError("'model' must be an object of config.json fields")
-        if req.get("draft_model") is not None and not isinstance(req["draft_model"], dict):
-            raise ResolverError("'draft_model' must be an object of the draft's config.json fields")
-        if not isinstance(req.get("require_known_kernels", False), bool):
-            raise ResolverError("'require_known_kernels' must be true or false")
-        if not isinstance(req.get("env") or {}, dict):
-            raise ResolverError("'env' must be an object of variable: value")
-        args = dict(req.get("args") or {})
-        if req.get("model_path") is not None:
-            args.setdefault("model_path", req["model_path"])
-        res = resolve_request(engine, platform=req["platform"], args=args, model=req.get("model"),
-                              model_arch=req.get("model_arch"), installed=_installed(req),
-                              strict=bool(req.get("strict", strict)), fixes=fixes,
-                              require_known_kernels=req.get("require_known_kernels", require_known_kernels),
-                              draft_model=req.get("draft_model"), gpu_memory_gb=_gpu_memory(req),
-                              env=req.get("env"),
-                              gpus_per_node=(req.get("platform_overrides") or {}).get("gpus_per_node"))
+        res = resolve_request(engine, **request_kwargs(req, strict, require_known_kernels), fixes=fixes)
         return {"id": rid, **to_json_dict(res)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}

@@ -17,7 +17,7 @@ KV layout) come from the role's model config.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -762,48 +762,18 @@ def check_roles(engine: Engine, specs: list[RoleSpec], fixes: bool = True) -> Cr
     return CrossNodeResult(layout, resolutions, tuple(mismatches), tuple(notices), tuple(checked), compared)
 
 
-_ROLE_KEYS = {"platform", "model", "model_arch", "model_path", "args", "installed", "strict", "model_files",
-              "draft_model", "model_name", "draft_model_name", "recipe", "platform_overrides", "env",
-              "require_known_kernels", "id"}
-
-
 def role_from_request(name: str, req: Any) -> RoleSpec:
     """A role from a batch-format request (``{"platform": ..., "model_arch": ..., "args": {...}}``)."""
-    from .batch import _gpu_memory, _installed
+    from .batch import request_kwargs
 
-    where = f"role '{name}'"
     if not isinstance(name, str) or not name.strip():
         raise InputError(f"cross-node: a role name must be a non-empty string, got {name!r}")
     if not isinstance(req, dict):
-        raise InputError(f"{where}: a request must be a JSON object, got {type(req).__name__}")
-    unknown = sorted(set(req) - _ROLE_KEYS)
-    if unknown:
-        raise InputError(f"{where}: unknown request key(s) {unknown}; known: {sorted(_ROLE_KEYS - {'id'})}")
-    if "platform" not in req:
-        raise InputError(f"{where}: the request has no 'platform'")
-    checks: list[tuple[str, Callable[[Any], bool], str]] = [
-        ("args", lambda v: isinstance(v, dict), "an object of option: value"),
-        ("model", lambda v: v is None or isinstance(v, dict), "an object of config.json fields"),
-        ("draft_model", lambda v: v is None or isinstance(v, dict), "an object of the draft's config.json fields"),
-        ("strict", lambda v: isinstance(v, bool), "true or false"),
-        ("require_known_kernels", lambda v: isinstance(v, bool), "true or false")]
-    for key, ok, what in checks:
-        if key in req and not ok(req[key]):
-            raise InputError(f"{where}: '{key}' must be {what}")
-    args = dict(req.get("args") or {})
-    if req.get("model_path") is not None:
-        args.setdefault("model_path", req["model_path"])
+        raise InputError(f"role '{name}': a request must be a JSON object, got {type(req).__name__}")
     try:
-        installed = _installed(req)
+        return RoleSpec(name, request_kwargs(req))
     except ResolverError as exc:
-        raise InputError(f"{where}: {exc}") from None
-    return RoleSpec(name, {"platform": req["platform"], "args": args, "model": req.get("model"),
-                           "model_arch": req.get("model_arch"), "installed": installed,
-                           "strict": bool(req.get("strict", False)),
-                           "require_known_kernels": bool(req.get("require_known_kernels", False)),
-                           "draft_model": req.get("draft_model"), "gpu_memory_gb": _gpu_memory(req),
-                           "env": req.get("env"),
-                           "gpus_per_node": (req.get("platform_overrides") or {}).get("gpus_per_node")})
+        raise InputError(f"role '{name}': {exc}") from None
 
 
 # -- text ----------------------------------------------------------------------------------------------------------

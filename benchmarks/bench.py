@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
+import resolver.engine as engine_module  # noqa: E402
 from resolver.api import Engine, _load_and_compile, get_engine, resolve_request  # noqa: E402
 from resolver.batch import resolve_line  # noqa: E402
 from resolver.engine import DurableMatcher, ReferenceMatcher  # noqa: E402
@@ -42,40 +43,38 @@ def timed(fn, n, clock=time.perf_counter):
     return out[len(out) // 2], out[min(len(out) - 1, int(len(out) * 0.99))]
 
 
-def engine_calls(engine, request) -> list[tuple[str, list[dict]]]:
-    """The durable-rules calls of one resolution: (ruleset, facts), as the matcher makes them."""
-    host, calls = engine.durable._host, []
-    real = host.assert_facts
+def engine_calls(engine, request) -> list[tuple[int, list[dict]]]:
+    """The durable-rules calls of one resolution: (ruleset handle, facts), as the matcher makes them."""
+    calls, real = [], engine_module._fire
 
-    def record(ruleset, facts):
-        calls.append((ruleset, [{k: v for k, v in f.items() if k != "sid"} for f in facts]))
-        return real(ruleset, facts)
+    def record(native, handle, facts):
+        calls.append((handle, [{k: v for k, v in f.items() if k != "sid"} for f in facts]))
+        return real(native, handle, facts)
 
-    host.assert_facts = record
+    engine_module._fire = record
     try:
         run(engine.compiled, engine.durable, request)
     finally:
-        del host.assert_facts
+        engine_module._fire = real
     return calls
 
 
 def floor_runner(engine, request):
-    """A bare durable-rules session asserting the same facts into the same rulesets, firing the same rules."""
+    """A bare durable-rules session: the same facts asserted into the same rulesets of the native engine,
+    the same matches taken, nothing decided."""
     calls = engine_calls(engine, request)
-    host, counter = engine.durable._host, [10**9]
-    rulesets = sorted({name for name, _ in calls})
-    engine.durable._trace = []
+    native, counter = engine.durable._native, [10**9]
+    handles = sorted({handle for handle, _ in calls})
 
     def once():
         counter[0] += 1
         sid = str(counter[0])
         try:
-            for name, facts in calls:
-                host.assert_facts(name, [dict(f, sid=sid) for f in facts])
+            for handle, facts in calls:
+                engine_module._fire(native, handle, [dict(f, sid=sid) for f in facts])
         finally:
-            for name in rulesets:
-                host.delete_state(name, sid)
-            engine.durable._trace.clear()
+            for handle in handles:
+                native.delete_state(handle, sid)
     return once
 
 

@@ -8,13 +8,16 @@ Both implement one small protocol used by :mod:`resolver.resolution`::
 :class:`DurableMatcher` is the engine: every resolution's matching runs through
 durable-rules' Rete network, one ruleset per part of the compiled pack (each within the
 engine's limits: resolver/compiler.py), each fact asserted only into the parts that read
-it.  How it stays clear of 2.0.28's pitfalls (reference ``durable-rules.md``): a quiet
-``Host`` subclass with no background threads (P1); one fresh sid per resolution, deleted in
-``finally`` from every part (P2); actions bound by name, one parameter (P8); an action's
-exception is kept and re-raised, and the returned state is checked after every call (P6);
-the rulesets are copied per host (P12); a lock per host (P15); the fact count of each part
-is checked after each resolution (P16); the 3.12 ``utcfromtimestamp`` warning is filtered
-for ``durable.engine`` only (P11).
+it.  durable-rules' ``Host`` builds the rulesets; each resolution then talks to its native
+engine (``durable_rules_engine``) directly: assert a batch, then take the matches it holds
+one by one.  durable-rules' own Python loop around those two calls would run each match
+through an action callback, parse and re-serialise the session state for every firing, and
+keep none of it: it cost as much as the matching itself.  How it stays clear of 2.0.28's
+pitfalls (reference ``durable-rules.md``): a quiet ``Host`` subclass with no background
+threads (P1); one fresh sid per resolution, deleted in ``finally`` from every part (P2); no
+Python action ever runs, so none can fail unseen (P6, P8); the rulesets are copied per host
+(P12); a lock per host (P15); the fact count of each part is checked after each resolution
+(P16); the 3.12 ``utcfromtimestamp`` warning is filtered for ``durable.engine`` only (P11).
 
 :class:`ReferenceMatcher` evaluates the same compiled branches in Python.  It screens fix
 candidates quickly and is the oracle of the differential tests; it never decides a result
@@ -67,17 +70,56 @@ def _facts_of(matched: dict) -> dict[str, Any]:
     return {f["o"]: fact_value(f) for f in matched.values() if isinstance(f, dict) and "o" in f}
 
 
-def _quiet_host(mod, actions: dict):
-    """A durable-rules Host with no dispatcher or timer threads (P1), actions bound by name (3.3)."""
+def _no_action(c) -> None:  # pragma: no cover - matches are taken from the native engine, never run as actions
+    pass
+
+
+def _quiet_host(mod):
+    """A durable-rules Host with no dispatcher or timer threads (P1).  Every rule names an action (its
+    branch key) that is never run: :meth:`_DurableSession._fire` reads the matches itself."""
 
     class QuietHost(mod.Host):
         def _run(self):  # Host.__init__ ends by starting the timer chains here
             pass
 
         def get_action(self, name):  # called once per rule by set_rulesets
-            return actions[name]
+            return _no_action
 
     return QuietHost()
+
+
+class _UnreadableMatch(EngineError):
+    def __init__(self, key: str, error: Exception):
+        super().__init__(f"a match of {key} could not be read: {error!r}")
+        self.key, self.error = key, error
+
+
+def _fire(native, handle: int, facts: list[dict]) -> list[Firing]:
+    """Assert ``facts`` into one ruleset and take every match they complete, in the engine's order.
+
+    What durable-rules' ``Host.assert_facts`` does, less the per-match action machinery: the native
+    engine queues each match on the session's state, ``start_action_for_state`` hands out the first
+    and ``complete_and_start_action`` retires it and hands out the next."""
+    try:
+        code, state = native.assert_facts(handle, json.dumps(facts, ensure_ascii=False))
+        if code in (1, 2):  # durable-rules' MessageNotHandled / MessageObserved
+            raise EngineError(f"durable-rules refused a fact (code {code})")
+        first = native.start_action_for_state(handle, state if code == 0 else 0)
+        out: list[Firing] = []
+        message = first[1] if first else None
+        while message:
+            for key, matched in json.loads(message).items():
+                if key != SINK:
+                    try:
+                        out.append((key, _facts_of(matched)))
+                    except Exception as exc:  # noqa: BLE001 - named with its rule by the session
+                        raise _UnreadableMatch(key, exc) from exc
+            message = native.complete_and_start_action(handle, state)
+    except EngineError:
+        raise
+    except Exception as exc:
+        raise EngineError(f"durable-rules refused a fact: {exc}") from exc
+    return out
 
 
 def _fact_key(fact: dict) -> tuple:
@@ -85,31 +127,39 @@ def _fact_key(fact: dict) -> tuple:
     return ("val", fact["o"]) if fact["t"] == "val" else ("adj", fact["o"])
 
 
-def _screens(compiled: CompiledPack, part: tuple[str, ...]) -> dict[tuple, tuple[tuple[Atom, ...], ...] | None]:
-    """Per engine fact of one part: the constant tests of each pattern on it, or None when some
-    pattern has none (every such fact is taken).  A fact that no pattern's tests let through can
-    never take part in a match (facts are never changed or retracted), and durable-rules would
-    refuse it (P7), or make its sink fire for it: such a fact is not asserted into that part."""
-    out: dict[tuple, list[tuple[Atom, ...]] | None] = {}
+#: one branch as seen from one of its facts: that fact's constant tests, and each other value fact it
+#: reads with its tests (an adjustment's own ``adj`` fact changes from round to round: never among them)
+_Case = tuple[tuple[Atom, ...], tuple[tuple[str, tuple[Atom, ...]], ...]]
+
+
+def _tests_on(b, name: str) -> tuple[Atom, ...]:
+    """The constant tests ``b`` makes of the fact ``name`` (an adjustment's tests of its own option are on
+    its ``adj`` fact, which fact_keys names instead of a "val" one)."""
+    tests = tuple(a for a in b.atoms if a.op != "join" and a.name == name)
+    if any(a.op == "join" and name in (a.name, a.value) for a in b.atoms):
+        tests += (Atom(name, "ne", None, False),)  # a joined fact needs a value: a null one is refused
+    return tests
+
+
+def _cases(compiled: CompiledPack, part: tuple[str, ...]) -> dict[tuple, tuple[_Case, ...]]:
+    """Per engine fact of one part: the branches that read it, each as a :data:`_Case` (equal ones once)."""
+    out: dict[tuple, dict[_Case, None]] = {}
     for key in part:
         b = compiled.branches[key]
-        for f in fact_keys(b):
-            name = f[1]
-            # an adjustment's tests of its own option are on its "adj" fact (fact_keys names no "val" one)
-            tests = tuple(a for a in b.atoms if a.op != "join" and a.name == name)
-            if any(a.op == "join" and name in (a.name, a.value) for a in b.atoms):
-                tests += (Atom(name, "ne", None, False),)  # a joined fact needs a value: a null one is refused
-            if not tests:
-                out[f] = None
-            elif out.get(f, ()) is not None:
-                out.setdefault(f, []).append(tests)  # type: ignore[union-attr]
-    return {f: (tuple(p) if p is not None else None) for f, p in out.items()}
+        facts = fact_keys(b)
+        tests = {f: _tests_on(b, f[1]) for f in facts}
+        for f in facts:
+            others = tuple((g[1], tests[g]) for g in facts if g != f and g[0] == "val" and tests[g])
+            out.setdefault(f, {})[(tests[f], others)] = None
+    return {f: tuple(cases) for f, cases in out.items()}
 
 
-def _lets_through(patterns: tuple[tuple[Atom, ...], ...], fact: dict) -> bool:
-    """Whether some pattern's constant tests hold for ``fact`` (the engine's own semantics: conditions.Atom)."""
-    values = {fact["o"]: fact_value(fact)}
-    return any(all(a.holds(values) for a in tests) for tests in patterns)
+def _viable(others: tuple[tuple[str, tuple[Atom, ...]], ...], known: dict[str, Any]) -> bool:
+    """Whether every other fact of a branch that is already known passes the branch's tests of it."""
+    for name, tests in others:
+        if name in known and not all(a.holds(known) for a in tests):
+            return False
+    return True
 
 
 class DurableMatcher:
@@ -120,8 +170,7 @@ class DurableMatcher:
         self.compiled = compiled
         self._lock = threading.Lock()
         self._sids = itertools.count(1)
-        self._trace: list[Firing] | None = None
-        self._errors: list[tuple[str, BaseException]] = []
+        self._native = mod.durable_rules_engine
         self._rulesets = tuple(f"pack{i}" for i in range(len(compiled.parts)))
         # fact -> the parts with a branch that reads it: a fact no branch of a part reads would only
         # feed that part's sink, and a fact no branch reads at all is not asserted
@@ -133,38 +182,33 @@ class DurableMatcher:
                     if parts[-1:] != [i]:
                         parts.append(i)
         self._route = {f: tuple(parts) for f, parts in route.items()}
-        self._screens = tuple(_screens(compiled, part) for part in compiled.parts)
-        self._verdicts: dict[tuple, bool] = {}  # (part, fact key, engine value) -> taken by a branch
-        actions = {key: self._action(key) for key in compiled.branches}
-        actions[SINK] = lambda c: None
-        self._host = _quiet_host(mod, actions)
+        self._cases = tuple(_cases(compiled, part) for part in compiled.parts)
+        self._own: dict[tuple, tuple[_Case, ...]] = {}  # (part, fact key, engine value) -> cases its own tests pass
+        self._host = _quiet_host(mod)
         # set_rulesets mutates its argument (P12); the ruleset is plain JSON, and a JSON round
         # trip copies it several times faster than deepcopy (it is on every launch's path)
         rulesets = {name: part_ruleset(compiled.ruleset, part) for name, part in zip(self._rulesets, compiled.parts,
                                                                                      strict=True)}
         with signals_deferred():  # never left halfway: see session()
             self._host.set_rulesets(json.loads(json.dumps(rulesets)))
+        self._handles = tuple(self._host.get_ruleset(name)._handle for name in self._rulesets)
 
-    def _taken(self, part: int, key: tuple, fact: dict) -> bool:
-        """Whether some branch of ``part`` lets ``fact`` through its tests (else it is not asserted).  Memoised by
-        the engine's own spelling of the value (type-tagged, so 1 and true differ): the same values recur."""
-        memo = (part, key, fact.get("v"))
-        taken = self._verdicts.get(memo)
-        if taken is None:
-            patterns = self._screens[part].get(key)
-            taken = patterns is None or _lets_through(patterns, fact)
-            if len(self._verdicts) > 100_000:  # typed values are unbounded: keep the memo small
-                self._verdicts.clear()
-            self._verdicts[memo] = taken
-        return taken
-
-    def _action(self, key: str):
-        def action(c):  # exactly one parameter (P8)
-            try:
-                self._trace.append((key, _facts_of(c._m)))
-            except BaseException as exc:  # noqa: BLE001 - the engine would swallow it (P6): re-raised after its call
-                self._errors.append((key, exc))
-        return action
+    def _taken(self, part: int, key: tuple, fact: dict, known: dict[str, Any]) -> bool:
+        """Whether some branch of ``part`` could still match ``fact``: its tests of ``fact`` hold, and so do
+        its tests of every other value fact it reads that is already ``known`` (asserted or in this batch).
+        Value facts are asserted once and never change, so a branch one of whose known facts fails its
+        tests can never match, and a fact only such branches read is not asserted: durable-rules would
+        refuse a fact no pattern lets through (P7), and one that can never complete a match costs the
+        engine as much as one that does (three in four facts, before this screen)."""
+        memo = (part, key, fact.get("v"))  # the engine's own spelling of the value: type-tagged, so 1 and true differ
+        cases = self._own.get(memo)
+        if cases is None:
+            values = {fact["o"]: fact_value(fact)}
+            cases = tuple(c for c in self._cases[part].get(key, ()) if all(a.holds(values) for a in c[0]))
+            if len(self._own) > 100_000:  # typed values are unbounded: keep the memo small
+                self._own.clear()
+            self._own[memo] = cases
+        return any(_viable(others, known) for _, others in cases)
 
     def close(self) -> None:
         """Delete the host's rulesets from durable-rules, freeing their C memory (idempotent).
@@ -191,7 +235,6 @@ class DurableMatcher:
         """
         with self._lock, signals_deferred():
             sid = str(next(self._sids))
-            self._trace, self._errors = [], []
             session = _DurableSession(self, sid)
             try:
                 yield session
@@ -202,13 +245,13 @@ class DurableMatcher:
                         self._host.delete_state(name, sid)
                     except Exception:  # noqa: BLE001, S110 - a sid with no facts has no state to delete
                         pass
-                self._trace = None
 
 
 class _DurableSession:
     def __init__(self, matcher: DurableMatcher, sid: str):
         self.m, self.sid = matcher, sid
         self.asserted: dict[str, int] = {}  # ruleset -> facts asserted into it (from the first attempt on)
+        self.known: dict[str, Any] = {}  # value fact -> its value, from every batch so far
 
     def touched(self) -> list[str]:
         return list(self.asserted)
@@ -216,39 +259,31 @@ class _DurableSession:
     def assert_facts(self, facts: list[dict]) -> list[Firing]:
         if not facts:
             return []
-        start = len(self.m._trace)
         batches: dict[int, list[dict]] = {}
+        known = self.known
+        known.update((f["o"], fact_value(f)) for f in facts if f["t"] == "val")
         for f in facts:
             key = _fact_key(f)
             payload = dict(f, sid=self.sid)  # the engine only serialises it: one copy serves most parts
             for i in self.m._route.get(key, ()):
-                if self.m._taken(i, key, f):  # else no branch of the part can ever match it: not asserted
+                if self.m._taken(i, key, f, known):  # else no branch of the part can ever match it: not asserted
                     batches.setdefault(i, []).append(payload)
+        out: list[Firing] = []
         for i in sorted(batches):  # parts in a fixed order: the same facts always make the same calls
             name = self.m._rulesets[i]
             if name not in self.asserted:
                 # delete_state corrupts the heap for a sid that holds facts but never ran an action
                 # (reproduced: 2.0.28, a waiting partial match and no firing): the first call of a
-                # session into a part also gives the sink one fact, so one action always runs
+                # session into a part also gives the sink one fact, so one match is always taken
                 self.asserted[name] = 0
                 batches[i].insert(0, {"id": "open", "sid": self.sid, "t": "val", "o": "", "s": 1})
             try:
-                state = self.m._host.assert_facts(name, batches[i])
-            except Exception as exc:
-                raise EngineError(f"durable-rules refused a fact: {exc}") from exc
+                out += _fire(self.m._native, self.m._handles[i], batches[i])
+            except _UnreadableMatch as exc:
+                rule = self.m.compiled.branches[exc.key].rule
+                raise EngineError(f"a match of rule {rule.ref} could not be read: {exc.error!r}") from exc.error
             self.asserted[name] += len(batches[i])
-            self._check(state)
-        return self.m._trace[start:]
-
-    def _check(self, state: Any) -> None:
-        if self.m._errors:
-            key, error = self.m._errors[0]
-            if not isinstance(error, Exception):  # KeyboardInterrupt, SystemExit: not a rule's failure
-                raise error
-            rule = self.m.compiled.branches[key].rule
-            raise EngineError(f"the action of rule {rule.ref} failed: {error!r}") from error
-        if isinstance(state, dict) and "exception" in state:
-            raise EngineError(f"durable-rules reported an exception in a rule action: {state['exception']}")
+        return out
 
     def check_count(self) -> None:
         # sid and fact ids are 32-bit hashes compared by hash only (P16): a merge would lose facts

@@ -27,8 +27,8 @@ from typing import Any
 from .compiler import CompiledPack
 from .draft import DRAFT_FACTS
 from .engine_values import fact_fields
-from .expressions import cached_expression
 from .errors import AmbiguousDefaultError
+from .expressions import cached_expression
 from .installed import absent_packages
 from .loader import REQUIRE_KNOWN_KERNELS, kernel_option
 from .model import MODEL_FACTS
@@ -279,15 +279,18 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         values.update({n: f.value for n, f in facts.items()})
 
         for level in pack.levels:
-            batch = []
+            decided: dict[str, Derivation] = {}
             for name in order(list(level)):
                 if name in pack.facts:
-                    d = _decide_fact(pack.facts[name], compiled, firings, concerning.get(name, []), facts)
+                    decided[name] = _decide_fact(pack.facts[name], compiled, firings, concerning.get(name, []), facts)
                 elif name in pack.computes:
-                    d = _compute(pack.computes[name], values, facts)
+                    decided[name] = _compute(pack.computes[name], values, facts)
                 else:
-                    d = _decide_option(name, compiled, firings, concerning.get(name, []), facts, request)
-                    d = _adjust(d, compiled, session, facts, values, request, warnings, record, refused)
+                    decided[name] = _decide_option(name, compiled, firings, concerning.get(name, []), facts, request)
+            # the names of one level read only earlier levels: their adjustments run side by side
+            decided.update(_adjust_level(decided, compiled, session, facts, values, request, warnings, record, refused))
+            batch = []
+            for name, d in decided.items():
                 derivations[name] = d
                 facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
                 values[name] = d.value
@@ -442,60 +445,90 @@ def _decide_option(name, compiled, firings, fired: list[str], facts, request: Re
     return Derivation(name, proposed(best), "default", best.ref, best.doc, tuple(facts[n] for n in _ordered(used)), cands)
 
 
-def _adjust(d: Derivation, compiled, session, facts, values, request, warnings, record, refused: list) -> Derivation:
-    steps = compiled.adjust_steps.get(d.name, ())
-    if not steps:
-        return d
-    current, done = d.value, []
-    # one "adj" fact per round carries the current value, and every step matches it: in the usual
-    # case none fires and the option costs one fact and one engine call.  The first step (in order)
-    # that changes the value is applied; the steps after it saw a stale value, so the next round
-    # asserts the new value (a fresh id) and reads only the steps after the applied one, which is
-    # exactly what one fact per step, in order, would decide.
-    start, r = 0, 0
-    while start < len(steps):
-        batch = session.assert_facts([{"id": f"a:{d.name}:{r}", "t": "adj", "o": d.name,
-                                       **fact_fields(current, d.name)}])
-        fired: dict[int, dict] = {}
-        for key, read in sorted(batch, key=lambda kr: kr[0]):
-            i = compiled.branches[key].adj_step
-            if i >= start:
-                fired.setdefault(i, read)
-        change = next((i for i in sorted(fired) if _target(steps[i], values, current) != current), None)
-        # record what fired from this round's first step up to the applied one: the steps after
-        # it are decided again in the next round
-        record([(key, read) for key, read in batch
-                if start <= compiled.branches[key].adj_step <= (len(steps) if change is None else change)])
-        if change is None:
-            break
-        adj, read = steps[change], fired[change]
-        new = _target(adj, values, current)
-        start, r = change + 1, r + 1
-        reads = set(read) | _value_names(adj)
-        used = tuple(FactUse(n, current, d.source, "the value before this adjustment") if n == d.name else facts[n]
-                     for n in _ordered(reads))
-        msg_values = dict(values)
-        msg_values[d.name] = current
-        message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(new)})
-        if d.source == "user" and not adj.normalize:
-            flag = request.flags.get(d.name, compiled.pack.options[d.name].flag)
-            wanted = f"{_as_typed(flag, current)} would be changed to {format_value(new)}"
-            if request.strict:
-                # --strict: the typed value stays, and the change the rule wants is a conflict
-                refused.append(ConflictReport(adj.ref, adj.doc, f"{wanted} ({message.rstrip('.')}); --strict refuses to change a "
-                                              f"value you typed.", (d.name,), used, (new,), None))
-                continue
-            warnings.append(Notice("adjusted", f"{_as_typed(flag, current)} was changed to {format_value(new)} "
-                                               f"by {adj.ref}: {message}"))
-        done.append(Adjustment(adj.ref, current, new, message, adj.normalize, used))
-        current = new
-    if not done:
-        return d
-    last = [a for a in done if not a.normalize]
-    source = "adjustment" if last else d.source
-    doc = compiled.pack.rule(last[-1].rule.id).doc if last else d.doc
-    return Derivation(d.name, current, source, (last[-1].rule if last else d.rule), doc, d.facts, d.candidates,
-                      tuple(done))
+class _Adjusting:
+    """One option's adjustments in progress: its current value and the first step still to decide."""
+
+    def __init__(self, d: Derivation, steps: tuple[Adjust, ...]):
+        self.d, self.steps = d, steps
+        self.current, self.start, self.round = d.value, 0, 0
+        self.done: list[Adjustment] = []
+
+    def fact(self) -> dict:
+        return {"id": f"a:{self.d.name}:{self.round}", "t": "adj", "o": self.d.name,
+                **fact_fields(self.current, self.d.name)}
+
+    def derivation(self, compiled) -> Derivation:
+        d = self.d
+        if not self.done:
+            return d
+        last = [a for a in self.done if not a.normalize]
+        source = "adjustment" if last else d.source
+        doc = compiled.pack.rule(last[-1].rule.id).doc if last else d.doc
+        return Derivation(d.name, self.current, source, (last[-1].rule if last else d.rule), doc, d.facts,
+                          d.candidates, tuple(self.done))
+
+
+def _adjust_level(decided: dict[str, Derivation], compiled, session, facts, values, request, warnings, record,
+                  refused: list) -> dict[str, Derivation]:
+    """Run the adjustments of one level's options; returns the adjusted derivations.
+
+    One "adj" fact per option and round carries its current value, and every step of that option
+    matches it; the options of a level share each round's engine call.  In the usual case no step
+    fires and the whole level costs one call.  The first step (in order) that changes a value is
+    applied; the steps after it saw a stale value, so the next round asserts the new value (a fresh
+    id) and reads only the steps after the applied one, which is exactly what one fact per step, in
+    order, would decide."""
+    active = [_Adjusting(d, compiled.adjust_steps[n]) for n, d in decided.items() if compiled.adjust_steps.get(n)]
+    states = list(active)
+    while active:
+        batch = session.assert_facts([s.fact() for s in active])
+        by_option: dict[str, list] = {}
+        for key, read in batch:
+            by_option.setdefault(compiled.branches[key].rule.option, []).append((key, read))
+        active = [s for s in active
+                  if _adjust_round(s, sorted(by_option.get(s.d.name, ()), key=lambda kr: kr[0]), compiled, facts,
+                                   values, request, warnings, record, refused)]
+    return {s.d.name: s.derivation(compiled) for s in states}
+
+
+def _adjust_round(s: _Adjusting, batch: list, compiled, facts, values, request, warnings, record,
+                  refused: list) -> bool:
+    """Apply the first step of this round that changes ``s``'s value; whether another round is needed."""
+    d, steps, current = s.d, s.steps, s.current
+    fired: dict[int, dict] = {}
+    for key, read in batch:
+        i = compiled.branches[key].adj_step
+        if i >= s.start:
+            fired.setdefault(i, read)
+    change = next((i for i in sorted(fired) if _target(steps[i], values, current) != current), None)
+    # record what fired from this round's first step up to the applied one: the steps after
+    # it are decided again in the next round
+    record([(key, read) for key, read in batch
+            if s.start <= compiled.branches[key].adj_step <= (len(steps) if change is None else change)])
+    if change is None:
+        return False
+    adj, read = steps[change], fired[change]
+    new = _target(adj, values, current)
+    s.start, s.round = change + 1, s.round + 1
+    reads = set(read) | _value_names(adj)
+    used = tuple(FactUse(n, current, d.source, "the value before this adjustment") if n == d.name else facts[n]
+                 for n in _ordered(reads))
+    msg_values = dict(values)
+    msg_values[d.name] = current
+    message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(new)})
+    if d.source == "user" and not adj.normalize:
+        flag = request.flags.get(d.name, compiled.pack.options[d.name].flag)
+        wanted = f"{_as_typed(flag, current)} would be changed to {format_value(new)}"
+        if request.strict:
+            # --strict: the typed value stays, and the change the rule wants is a conflict
+            refused.append(ConflictReport(adj.ref, adj.doc, f"{wanted} ({message.rstrip('.')}); --strict refuses to change a "
+                                          f"value you typed.", (d.name,), used, (new,), None))
+            return s.start < len(steps)
+        warnings.append(Notice("adjusted", f"{_as_typed(flag, current)} was changed to {format_value(new)} "
+                                           f"by {adj.ref}: {message}"))
+    s.done.append(Adjustment(adj.ref, current, new, message, adj.normalize, used))
+    s.current = new
+    return s.start < len(steps)
 
 
 def _as_typed(flag: str, value: Any) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from resolver.api import get_engine, resolve_request
 from resolver.compiler import EngineNetwork, compile_pack, part_ruleset
+import resolver.engine as engine_module
 from resolver.engine import DurableMatcher, ReferenceMatcher
 from resolver.engine_values import constant, fact_fields, fact_value
 from resolver.errors import EngineError, InputError, RuleFileErrors
@@ -25,12 +26,11 @@ def _request(args, platform="h100", arch="DeepseekV32ForCausalLM"):
 
 
 def test_durable_rules_does_the_matching(engine, monkeypatch):
-    """With the reference matcher disabled, results still come, from durable-rules' actions."""
+    """With the reference matcher disabled, results still come, from durable-rules' native engine."""
     monkeypatch.setattr(ReferenceMatcher, "session", lambda self: (_ for _ in ()).throw(AssertionError("not used")))
     calls = []
-    host = engine.durable._host
-    real = host.assert_facts
-    monkeypatch.setattr(host, "assert_facts", lambda rs, facts: calls.append(len(facts)) or real(rs, facts))
+    real = engine_module._fire
+    monkeypatch.setattr(engine_module, "_fire", lambda native, handle, facts: calls.append(len(facts)) or real(native, handle, facts))
     res = resolve_request(engine, platform="h100", args=SEED_ARGS, model_arch="DeepseekV32ForCausalLM", fixes=False)
     assert calls, "durable-rules was not called"
     assert {c.rule.id for c in res.conflicts} == {"conflict.hisparse.decode.cuda-fp8", "conflict.dsa.tilelang-fp8.hisparse"}
@@ -63,12 +63,10 @@ def test_sessions_are_deleted(engine):
         run(engine.compiled, engine.durable, _request({}))
 
 
-def test_an_action_that_raises_names_its_rule(engine, monkeypatch):
+def test_a_match_that_cannot_be_read_names_its_rule(engine, monkeypatch):
     matcher = DurableMatcher(engine.compiled)
-    import resolver.engine as eng
-
-    monkeypatch.setattr(eng, "_facts_of", lambda m: 1 / 0)
-    with pytest.raises(EngineError, match=r"rule .*\(rules/.*\.yaml:\d+\) failed: ZeroDivisionError"):
+    monkeypatch.setattr(engine_module, "_facts_of", lambda m: 1 / 0)
+    with pytest.raises(EngineError, match=r"rule .*\(rules/.*\.yaml:\d+\) could not be read: ZeroDivisionError"):
         run(engine.compiled, matcher, _request({}))
 
 

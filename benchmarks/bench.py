@@ -9,6 +9,7 @@ Nothing here asserts a time: figures are printed for docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -24,7 +25,6 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import resolver.engine as engine_module  # noqa: E402
 from resolver.api import Engine, _load_and_compile, get_engine, resolve_request  # noqa: E402
-from resolver.batch import resolve_line  # noqa: E402
 from resolver.engine import DurableMatcher, ReferenceMatcher  # noqa: E402
 from resolver.resolution import run  # noqa: E402
 
@@ -170,13 +170,14 @@ def scaling_rows(copies: tuple[int, ...], n: int) -> list[tuple]:
     return rows
 
 
-def sglang_paired(engine, count: int, repeat: int = 5) -> list[tuple[str, float, float]] | None:
-    """(launch id, SGLang's resolution, our warm resolution) in seconds, medians of ``repeat`` runs each, for
-    ``count`` random launches of the differential test (tools/sglang_diff.py; the same seed as CI).
+def sglang_paired(count: int, repeat: int = 5) -> list[tuple[str, float, float, float]] | None:
+    """(launch id, SGLang's resolution, our warm resolve_request(), our batch line) in seconds, medians of
+    ``repeat`` runs each, for ``count`` random launches of the differential test (tools/sglang_diff.py;
+    the same seed as CI).
 
-    SGLang's side runs in the oracle's interpreter (benchmarks/sglang_baseline.py: resolve_once() and
-    check_server_args() only); ours is ``resolve --batch --no-fixes`` on the same launch line.  None
-    when the oracle is not installed (docs/parity.md says how)."""
+    Both sides run in the oracle's interpreter (benchmarks/sglang_baseline.py), back to back for each
+    run, so that a busy machine slows both alike.  None when the oracle is not installed (docs/parity.md
+    says how)."""
     from sglang_diff import as_launched, launches, oracle_lock
 
     oracle = os.environ.get("SGLANG_ORACLE_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "oracle")
@@ -189,29 +190,22 @@ def sglang_paired(engine, count: int, repeat: int = 5) -> list[tuple[str, float,
         machine = {"platform": r["platform"], "platform_overrides": r.get("platform_overrides", {})}
         key = json.dumps([machine, r.get("env", {})], sort_keys=True)
         machines.setdefault(key, []).append([rid, {k: v for k, v in r.items() if k != "id"}])
-    theirs: dict[str, list[float]] = {}
+    timings: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as scratch, oracle_lock():
         for n, (key, cases) in enumerate(sorted(machines.items())):
             machine, env = json.loads(key)
             spec, out = os.path.join(scratch, f"spec{n}.json"), os.path.join(scratch, f"out{n}.json")
+            lines = {rid: json.dumps(as_launched(requests[rid])) for rid, _ in cases}
             with open(spec, "w", encoding="utf-8") as fh:
-                json.dump({"machine": machine, "env": env, "cases": cases, "repeat": repeat}, fh)
+                json.dump({"machine": machine, "env": env, "cases": cases, "repeat": repeat,
+                           "ours": {"root": ROOT, "lines": lines}}, fh)
             subprocess.run([python, "-B", os.path.join(ROOT, "benchmarks", "sglang_baseline.py"), oracle, spec, out],
                            cwd=os.path.dirname(oracle), check=True, capture_output=True,
                            env={**os.environ, **env, "PYTHONHASHSEED": "0"})
             with open(out, encoding="utf-8") as fh:
-                theirs.update(json.load(fh))
-    rows = []
-    for rid, times in sorted(theirs.items()):
-        line = json.dumps(as_launched(requests[rid]))
-        resolve_line(engine, line, fixes=False)  # warm-up, as SGLang's first run was
-        ours = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            resolve_line(engine, line, fixes=False)
-            ours.append(time.perf_counter() - t)
-        rows.append((rid, statistics.median(times), statistics.median(ours)))
-    return rows
+                timings.update(json.load(fh))
+    return [(rid, statistics.median(t["sglang"]), statistics.median(t["resolve"]), statistics.median(t["line"]))
+            for rid, t in sorted(timings.items())]
 
 
 def main():
@@ -269,18 +263,33 @@ def main():
         print(f"x{c:<4} {rules:>6} {parts:>5} {facts:>6} {fired:>6} {build:>11.2f}s {ms(p50):>10} {p50 / base_p50:>5.2f}x "
               f"{(facts + fired) / base_work:>9.2f}x {p50 * 1e6 / (facts + fired):>11.1f}")
     if a.sglang:
-        paired = sglang_paired(engine, a.sglang)
         print()
-        if paired is None:
-            print("SGLang comparison skipped: the oracle is not installed (docs/parity.md)")
-            return
-        ratios = sorted(ours / theirs for _, theirs, ours in paired)
-        quart = lambda q: ratios[min(len(ratios) - 1, int(len(ratios) * q))]  # noqa: E731
-        print(f"warm resolution against SGLang 0.5.23's own (resolve_once + check_server_args), {len(paired)} random "
-              "launches of the differential test, paired per launch (medians of 5 runs each side):")
-        print(f"  SGLang p50 {ms(statistics.median(t for _, t, _ in paired))}, ours p50 "
-              f"{ms(statistics.median(o for _, _, o in paired))}; ratio ours/SGLang per launch: p25 {quart(0.25):.2f}x, "
-              f"p50 {quart(0.5):.2f}x, p75 {quart(0.75):.2f}x; total {sum(o for *_, o in paired) / sum(t for _, t, _ in paired):.2f}x")
+        print_sglang_rows(a.sglang)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def print_sglang_rows(count: int) -> None:
+    paired = sglang_paired(count)
+    if paired is None:
+        print("SGLang comparison skipped: the oracle is not installed (docs/parity.md)")
+        return
+    print(f"against SGLang 0.5.23's own resolution (resolve_once + check_server_args), {len(paired)} random launches "
+          "of the differential test, both sides in one process, paired run by run (medians of 5 runs):")
+    ms = _ms
+    print(f"  SGLang p50 {ms(statistics.median(t for _, t, _, _ in paired))}")
+    for label, column in (("warm resolve_request()", 2), ("resolve --batch --no-fixes line", 3)):
+        ratios = sorted(row[column] / row[1] for row in paired)
+        quart = functools.partial(_quantile, ratios)
+        total = sum(row[column] for row in paired) / sum(row[1] for row in paired)
+        print(f"  {label}: p50 {ms(statistics.median(row[column] for row in paired))}; ratio to SGLang per launch: "
+              f"p25 {quart(0.25):.2f}x, p50 {quart(0.5):.2f}x, p75 {quart(0.75):.2f}x; total {total:.2f}x")
 
 
 if __name__ == "__main__":

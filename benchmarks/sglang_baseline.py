@@ -6,10 +6,21 @@ the project never imports it)::
     ORACLE_PYTHON benchmarks/sglang_baseline.py ORACLE_DIR SPEC.json OUT.json
 
 SPEC is one oracle worker's spec (one machine: ``{"machine", "env", "cases": [[id, request], ...]}``)
-plus ``"repeat"``.  OUT gets ``{id: [seconds, ...]}``: for each run of each request, the time
-SGLang spends in ``ServerArgs.resolve_once()`` and ``check_server_args()``, its whole launch
-resolution, and nothing of the oracle's own work (writing the fixture checkpoint, reading the
-answer back).  The first run of a request is a warm-up and is not reported.
+plus ``"repeat"`` and ``"ours"``: the resolver's checkout and each request's batch line.  OUT gets
+``{id: {"sglang": [seconds, ...], "resolve": [...], "line": [...]}}``, run by run:
+
+- ``sglang``: the time SGLang spends in ``ServerArgs.resolve_once()`` and ``check_server_args()``,
+  its whole launch resolution, and nothing of the oracle's own work (writing the fixture
+  checkpoint, reading the answer back);
+- ``resolve``: the resolver's warm ``resolve_request()`` on the same launch (the Python API's
+  resolution, as ``resolve()`` runs it, with no fix search);
+- ``line``: ``resolve --batch --no-fixes`` on the same launch: the JSON line read, resolved and its
+  JSON answer built.
+
+Each run times the three back to back in this one process, so a busy machine slows all three
+alike: the ratios are paired run by run.  The first run of a request is a warm-up and is not
+reported.  The resolver needs only durable-rules, PyYAML and jsonschema, which the oracle's
+interpreter has.
 """
 from __future__ import annotations
 
@@ -39,20 +50,38 @@ def main(oracle_dir: str, spec_path: str, out_path: str) -> int:
                 spent[0] += time.perf_counter() - start
         return run
 
+    sys.path.insert(0, spec["ours"]["root"])
+    from resolver.api import get_engine, resolve_request
+    from resolver.batch import request_kwargs, resolve_line
+
+    engine = get_engine()
+    lines = spec["ours"]["lines"]
+
+    def ours(line: str) -> tuple[float, float]:
+        kwargs = request_kwargs(json.loads(line))
+        start = time.perf_counter()
+        resolve_request(engine, **kwargs, fixes=False)
+        middle = time.perf_counter()
+        resolve_line(engine, line, fixes=False)
+        return middle - start, time.perf_counter() - middle
+
     fp.ServerArgs.resolve_once = timed(fp.ServerArgs.resolve_once)
     fp.ServerArgs.check_server_args = timed(fp.ServerArgs.check_server_args)
-    out: dict[str, list[float]] = {}
+    out: dict[str, dict[str, list[float]]] = {}
     for key, request in spec["cases"]:
-        times = []
+        times: dict[str, list[float]] = {"sglang": [], "resolve": [], "line": []}
         for _ in range(1 + spec["repeat"]):
             spent[0] = 0.0
             try:
                 fp._run_one(request)
             except Exception:  # noqa: BLE001 - a harness failure: no time for this request
                 break
-            times.append(spent[0])
-        if len(times) == 1 + spec["repeat"]:
-            out[key] = times[1:]
+            times["sglang"].append(spent[0])
+            resolved, line = ours(lines[key])
+            times["resolve"].append(resolved)
+            times["line"].append(line)
+        if len(times["sglang"]) == 1 + spec["repeat"]:
+            out[key] = {side: runs[1:] for side, runs in times.items()}
     with open(out_path, "w", encoding="utf-8") as fh:
         json.dump(out, fh)
     return 0

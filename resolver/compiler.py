@@ -108,6 +108,8 @@ class CompiledPack:
     adjust_steps: dict[str, tuple[Adjust, ...]]  # option -> its adjustments, in order
     reads: frozenset[str]  # every name some branch reads (input facts nobody reads are not asserted)
     parts: tuple[tuple[str, ...], ...]  # branch keys of each durable-rules ruleset, each within the limits
+    #: what the modules that run the pack work out from it once, by key (never part of its identity)
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def part_ruleset(ruleset: dict[str, dict], keys: tuple[str, ...]) -> dict[str, dict]:

@@ -128,8 +128,9 @@ def _fact_key(fact: dict) -> tuple:
 
 
 #: one branch as seen from one of its facts: that fact's constant tests, and each other value fact it
-#: reads with its tests (an adjustment's own ``adj`` fact changes from round to round: never among them)
-_Case = tuple[tuple[Atom, ...], tuple[tuple[str, tuple[Atom, ...]], ...]]
+#: reads with the number of its tests in the part's test table (an adjustment's own ``adj`` fact changes
+#: from round to round: never among them)
+_Case = tuple[tuple[Atom, ...], tuple[tuple[str, int], ...]]
 
 
 def _tests_on(b, name: str) -> tuple[Atom, ...]:
@@ -141,25 +142,20 @@ def _tests_on(b, name: str) -> tuple[Atom, ...]:
     return tests
 
 
-def _cases(compiled: CompiledPack, part: tuple[str, ...]) -> dict[tuple, tuple[_Case, ...]]:
-    """Per engine fact of one part: the branches that read it, each as a :data:`_Case` (equal ones once)."""
+def _cases(compiled: CompiledPack, part: tuple[str, ...], table: dict[tuple[Atom, ...], int]
+           ) -> dict[tuple, tuple[_Case, ...]]:
+    """Per engine fact of one part: the branches that read it, each as a :data:`_Case` (equal ones once;
+    those that read no other fact first).  ``table`` numbers each distinct tuple of tests."""
     out: dict[tuple, dict[_Case, None]] = {}
     for key in part:
         b = compiled.branches[key]
         facts = fact_keys(b)
         tests = {f: _tests_on(b, f[1]) for f in facts}
         for f in facts:
-            others = tuple((g[1], tests[g]) for g in facts if g != f and g[0] == "val" and tests[g])
+            others = tuple((g[1], table.setdefault(tests[g], len(table))) for g in facts
+                           if g != f and g[0] == "val" and tests[g])
             out.setdefault(f, {})[(tests[f], others)] = None
-    return {f: tuple(cases) for f, cases in out.items()}
-
-
-def _viable(others: tuple[tuple[str, tuple[Atom, ...]], ...], known: dict[str, Any]) -> bool:
-    """Whether every other fact of a branch that is already known passes the branch's tests of it."""
-    for name, tests in others:
-        if name in known and not all(a.holds(known) for a in tests):
-            return False
-    return True
+    return {f: tuple(sorted(cases, key=lambda c: len(c[1]))) for f, cases in out.items()}
 
 
 class DurableMatcher:
@@ -182,8 +178,12 @@ class DurableMatcher:
                     if parts[-1:] != [i]:
                         parts.append(i)
         self._route = {f: tuple(parts) for f, parts in route.items()}
-        self._cases = tuple(_cases(compiled, part) for part in compiled.parts)
-        self._own: dict[tuple, tuple[_Case, ...]] = {}  # (part, fact key, engine value) -> cases its own tests pass
+        table: dict[tuple[Atom, ...], int] = {}
+        self._cases = tuple(_cases(compiled, part, table) for part in compiled.parts)
+        self._tests = tuple(table)  # test tuple number -> the tests
+        # (part, fact key, engine value) -> the other facts of each case whose tests of the fact hold
+        self._own: dict[tuple, tuple[tuple[tuple[str, int], ...], ...]] = {}
+        self._passes: dict[tuple[int, Any], bool] = {}  # (test tuple number, engine value) -> they hold
         self._host = _quiet_host(mod)
         # set_rulesets mutates its argument (P12); the ruleset is plain JSON, and a JSON round
         # trip copies it several times faster than deepcopy (it is on every launch's path)
@@ -193,9 +193,10 @@ class DurableMatcher:
             self._host.set_rulesets(json.loads(json.dumps(rulesets)))
         self._handles = tuple(self._host.get_ruleset(name)._handle for name in self._rulesets)
 
-    def _taken(self, part: int, key: tuple, fact: dict, known: dict[str, Any]) -> bool:
+    def _taken(self, part: int, key: tuple, fact: dict, known: dict[str, Any], spelled: dict[str, Any]) -> bool:
         """Whether some branch of ``part`` could still match ``fact``: its tests of ``fact`` hold, and so do
-        its tests of every other value fact it reads that is already ``known`` (asserted or in this batch).
+        its tests of every other value fact it reads that is already ``known`` (asserted or in this batch;
+        ``spelled``: the same values as the engine spells them).
         Value facts are asserted once and never change, so a branch one of whose known facts fails its
         tests can never match, and a fact only such branches read is not asserted: durable-rules would
         refuse a fact no pattern lets through (P7), and one that can never complete a match costs the
@@ -204,11 +205,28 @@ class DurableMatcher:
         cases = self._own.get(memo)
         if cases is None:
             values = {fact["o"]: fact_value(fact)}
-            cases = tuple(c for c in self._cases[part].get(key, ()) if all(a.holds(values) for a in c[0]))
+            cases = tuple(others for tests, others in self._cases[part].get(key, ())
+                          if all(a.holds(values) for a in tests))
             if len(self._own) > 100_000:  # typed values are unbounded: keep the memo small
                 self._own.clear()
             self._own[memo] = cases
-        return any(_viable(others, known) for _, others in cases)
+        return any(self._viable(others, known, spelled) for others in cases)
+
+    def _viable(self, others: tuple[tuple[str, int], ...], known: dict[str, Any], spelled: dict[str, Any]) -> bool:
+        """Whether each other fact of a branch that is already known passes the branch's tests of it
+        (memoised by the tests and the engine's spelling of the value)."""
+        for name, number in others:
+            if name in spelled:
+                memo = (number, spelled[name])
+                holds = self._passes.get(memo)
+                if holds is None:
+                    holds = all(a.holds(known) for a in self._tests[number])
+                    if len(self._passes) > 100_000:
+                        self._passes.clear()
+                    self._passes[memo] = holds
+                if not holds:
+                    return False
+        return True
 
     def close(self) -> None:
         """Delete the host's rulesets from durable-rules, freeing their C memory (idempotent).
@@ -252,6 +270,7 @@ class _DurableSession:
         self.m, self.sid = matcher, sid
         self.asserted: dict[str, int] = {}  # ruleset -> facts asserted into it (from the first attempt on)
         self.known: dict[str, Any] = {}  # value fact -> its value, from every batch so far
+        self.spelled: dict[str, Any] = {}  # the same, as the engine spells it (its "v", None for null)
 
     def touched(self) -> list[str]:
         return list(self.asserted)
@@ -260,13 +279,17 @@ class _DurableSession:
         if not facts:
             return []
         batches: dict[int, list[dict]] = {}
-        known = self.known
-        known.update((f["o"], fact_value(f)) for f in facts if f["t"] == "val")
+        known, spelled = self.known, self.spelled
+        for f in facts:
+            if f["t"] == "val":
+                known[f["o"]] = fact_value(f)
+                spelled[f["o"]] = f.get("v")
         for f in facts:
             key = _fact_key(f)
-            payload = dict(f, sid=self.sid)  # the engine only serialises it: one copy serves most parts
+            payload = None  # the engine only serialises it: one copy serves every part
             for i in self.m._route.get(key, ()):
-                if self.m._taken(i, key, f, known):  # else no branch of the part can ever match it: not asserted
+                if self.m._taken(i, key, f, known, spelled):  # else no branch of the part can ever match it: not asserted
+                    payload = payload or dict(f, sid=self.sid)
                     batches.setdefault(i, []).append(payload)
         out: list[Firing] = []
         for i in sorted(batches):  # parts in a fixed order: the same facts always make the same calls

@@ -34,14 +34,33 @@ def constant(value: Any) -> str:
     return f"s:{value}"
 
 
+#: fact_fields' answers for the values that recur in every resolution (option values, model fields)
+_FIELDS: dict[tuple[type, Any], dict[str, Any]] = {}
+_MEMO_ENTRIES, _MEMO_TEXT = 4096, 256
+
+
 def fact_fields(value: Any, where: str) -> dict[str, Any]:
-    """The fields that carry ``value`` in a fact; InputError naming ``where`` if the engine cannot hold it."""
+    """The fields that carry ``value`` in a fact; InputError naming ``where`` if the engine cannot hold it.
+    The answer may be shared: callers copy it, never change it."""
+    key = (value.__class__, value)
+    try:
+        known = _FIELDS.get(key)
+    except TypeError:  # unhashable: engine_value refuses it below
+        known = None
+    if known is not None:
+        return known
     value = engine_value(value, where)
     if value is None:
-        return {}
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return {"v": constant(value), "n": value}
-    return {"v": constant(value)}
+        fields: dict[str, Any] = {}
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        fields = {"v": constant(value), "n": value}
+    else:
+        fields = {"v": constant(value)}
+    # a float is kept out: -0.0 and 0.0 are one key but two facts; long strings would fill the memo
+    if key[0] in (str, int, bool, type(None)) and len(_FIELDS) < _MEMO_ENTRIES \
+            and not (key[0] is str and len(value) > _MEMO_TEXT):
+        _FIELDS[key] = fields
+    return fields
 
 
 def fact_value(fact: Mapping[str, Any]) -> Any:

@@ -268,7 +268,13 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         # what the user typed, before any rule: SGLang reads some raw fields (page_size when it
         # picks the attention backend); ``user.<option>`` is null when not typed, and
         # ``typed.<option>`` keeps a deprecated spelling as typed (tokenspeed_mla implies FP8)
-        for name in sorted(pack.options):
+        untyped, untyped_inputs = _untyped(compiled)
+        facts.update(untyped)
+        typed_options = sorted(n for n in {*request.args, *request.spelled} if n in pack.options
+                               and (request.args.get(n) is not None or n in request.spelled))
+        typed_set = set(typed_options)
+        inputs += [f for option, f in untyped_inputs if option not in typed_set]
+        for name in typed_options:
             value = request.args.get(name)
             origin = _origin_typed(name, request) if value is not None else "not typed by the user"
             for prefix, typed in (("user", value), ("typed", request.spelled.get(name, value))):
@@ -326,6 +332,21 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
     option_values = {n: values[n] for n in pack.options}
     conflicts = refused + conflicts
     return Outcome(option_values, facts, derivations, tuple(conflicts), tuple(warnings), tuple(sorted(firings)))
+
+
+def _untyped(compiled: CompiledPack) -> tuple[dict[str, FactUse], list[tuple[str, dict]]]:
+    """``user.<option>`` and ``typed.<option>`` of every option as when it is not typed, and the engine facts
+    of those a rule reads, each with its option: the same in every resolution, so worked out once per pack."""
+    known = compiled.memo.get("resolution.untyped")
+    if known is None:
+        facts, inputs = {}, []
+        for option in sorted(compiled.pack.options):
+            for name in (f"user.{option}", f"typed.{option}"):
+                facts[name] = FactUse(name, None, "input", "not typed by the user")
+                if name in compiled.reads:
+                    inputs.append((option, {"id": f"v:{name}", "t": "val", "o": name}))
+        known = compiled.memo["resolution.untyped"] = (facts, inputs)
+    return known
 
 
 def conflict_report(rule: Conflict, read: dict, facts, values, pack, allowed) -> ConflictReport:
@@ -391,6 +412,8 @@ def _kernel_context(facts) -> tuple[str | None, bool | None]:
 def _decide_option(name, compiled, firings, fired: list[str], facts, request: Request) -> Derivation:
     """``fired``: the keys of the fired branches concerning ``name``."""
     option = compiled.pack.options[name]
+    if not fired and request.args.get(name) is None:  # most options: nothing proposed, nothing typed
+        return _declared_default(option)
     proposals: list[tuple[Default, dict]] = []
     # in branch order, not firing order: when several branches of one rule fire, the one reported
     # must not depend on which the matcher happened to fire first
@@ -430,8 +453,7 @@ def _decide_option(name, compiled, firings, fired: list[str], facts, request: Re
             return Derivation(name, None, "fallback", option.ref,
                               f"every default candidate was skipped: its kernel cannot run on {request.platform.name}",
                               (), tuple(skipped))
-        return Derivation(name, option.default, "fallback", option.ref,
-                          f"no default rule applied; the option's declared default. {option.doc}")
+        return _declared_default(option)
     best, read = ranked[0]
     for other, _ in ranked[1:]:
         if other.priority == best.priority and proposed(other) != proposed(best):
@@ -466,6 +488,11 @@ class _Adjusting:
         doc = compiled.pack.rule(last[-1].rule.id).doc if last else d.doc
         return Derivation(d.name, self.current, source, (last[-1].rule if last else d.rule), doc, d.facts,
                           d.candidates, tuple(self.done))
+
+
+def _declared_default(option) -> Derivation:
+    return Derivation(option.name, option.default, "fallback", option.ref,
+                      f"no default rule applied; the option's declared default. {option.doc}")
 
 
 def _adjust_level(decided: dict[str, Derivation], compiled, session, facts, values, request, warnings, record,

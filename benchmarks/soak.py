@@ -3,9 +3,9 @@
     python benchmarks/soak.py                 # 100,000 resolutions (about 10 minutes)
     python benchmarks/soak.py --count 5000    # a shorter run
 
-Prints the resident set size at intervals and the growth after warm-up.  Sessions are deleted
-after each resolution (engine.py); a leak of one session per resolution would show here as
-steady growth.  tests/test_load.py runs a short variant.
+Prints the resident set size at intervals and the growth after warm-up.  Each resolution's
+facts are retracted from the matcher's one sid at its end (engine.py); a leak of facts or of
+sessions per resolution would show here as steady growth.  tests/test_load.py runs a short variant.
 """
 from __future__ import annotations
 

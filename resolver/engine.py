@@ -14,10 +14,12 @@ one by one.  durable-rules' own Python loop around those two calls would run eac
 through an action callback, parse and re-serialise the session state for every firing, and
 keep none of it: it cost as much as the matching itself.  How it stays clear of 2.0.28's
 pitfalls (reference ``durable-rules.md``): a quiet ``Host`` subclass with no background
-threads (P1); one fresh sid per resolution, deleted in ``finally`` from every part (P2); no
-Python action ever runs, so none can fail unseen (P6, P8); the rulesets are copied per host
-(P12); a lock per host (P15); the fact count of each part is checked after each resolution
-(P16); the 3.12 ``utcfromtimestamp`` warning is filtered for ``durable.engine`` only (P11).
+threads (P1); one sid per matcher, each resolution's facts retracted at its end, and the sid
+deleted from every part when anything fails (P2, :meth:`DurableMatcher.session`); no Python
+action ever runs, so none can fail unseen (P6, P8); the rulesets are copied per host (P12); a
+lock per host (P15); the fact count of each part is checked after each resolution and after
+its retraction (P16); the 3.12 ``utcfromtimestamp`` warning is filtered for ``durable.engine``
+only (P11).
 
 :class:`ReferenceMatcher` evaluates the same compiled branches in Python.  It screens fix
 candidates quickly and is the oracle of the differential tests; it never decides a result
@@ -167,6 +169,8 @@ class DurableMatcher:
         self._lock = threading.Lock()
         self._sids = itertools.count(1)
         self._native = mod.durable_rules_engine
+        self._sid = str(next(self._sids))  # the sid every resolution uses, until one fails (session())
+        self._opened: set[int] = set()  # the parts where that sid's state exists
         self._rulesets = tuple(f"pack{i}" for i in range(len(compiled.parts)))
         # fact -> the parts with a branch that reads it: a fact no branch of a part reads would only
         # feed that part's sink, and a fact no branch reads at all is not asserted
@@ -244,36 +248,62 @@ class DurableMatcher:
 
     @contextmanager
     def session(self) -> Iterator[_DurableSession]:
-        """One resolution on a fresh sid, deleted at the end from every part it reached (P2).
+        """One resolution on the matcher's sid, which it leaves as it found it.
 
-        SIGINT and SIGTERM are held until the sid is deleted (:func:`signals_deferred`): a
-        KeyboardInterrupt inside durable-rules' Python glue leaves its C state half-updated,
-        and a later ``delete_state`` segfaults.  One hold per resolution rather than per engine
-        call (a resolution makes some 25): it adds about 10-15 us to a 2.5 ms resolution.
+        Creating a sid's state costs durable-rules about as much as a tenth of a resolution (it
+        grows with the ruleset), and deleting it again a little more, so one sid serves every
+        resolution of this matcher (the lock makes them one at a time): each resolution's facts
+        are retracted at its end, the fact count checked before and after (P16).  A resolution
+        that fails, or a retraction that leaves anything behind, deletes the sid from every part
+        (P2) and the next resolution starts on a fresh one.
+
+        SIGINT and SIGTERM are held until the sid is clean again (:func:`signals_deferred`): a
+        KeyboardInterrupt inside the engine calls leaves its C state half-updated, and a later
+        ``delete_state`` segfaults.  One hold per resolution rather than per engine call (a
+        resolution makes some 20): it adds about 10-15 us.
         """
         with self._lock, signals_deferred():
-            sid = str(next(self._sids))
-            session = _DurableSession(self, sid)
+            session = _DurableSession(self, self._sid)
+            clean = False
             try:
                 yield session
                 session.check_count()
+                clean = self._retract(session)
             finally:
-                for name in session.touched():
-                    try:
-                        self._host.delete_state(name, sid)
-                    except Exception:  # noqa: BLE001, S110 - a sid with no facts has no state to delete
-                        pass
+                if not clean:
+                    self._discard()
+
+    def _retract(self, session: _DurableSession) -> bool:
+        """Take the resolution's facts back out; whether only each part's sink fact is left."""
+        try:
+            for i, sent in session.sent.items():
+                code, state = self._native.retract_facts(self._handles[i], json.dumps(sent, ensure_ascii=False))
+                # a retraction fires nothing (no rule tests for an absent fact, P5): a match would be a defect
+                if code not in (0, 3) or self._native.start_action_for_state(self._handles[i], state if code == 0 else 0):
+                    return False
+                if len(json.loads(self._native.get_facts(self._handles[i], self._sid))) != 1:
+                    return False
+        except Exception:  # noqa: BLE001 - the sid is discarded instead
+            return False
+        return True
+
+    def _discard(self) -> None:
+        """Delete the sid from every part it reached (P2); the next resolution opens a fresh one."""
+        for i in sorted(self._opened):
+            try:
+                self._native.delete_state(self._handles[i], self._sid)
+            except Exception:  # noqa: BLE001, S110 - a sid with no facts has no state to delete
+                pass
+        self._opened.clear()
+        self._sid = str(next(self._sids))
 
 
 class _DurableSession:
     def __init__(self, matcher: DurableMatcher, sid: str):
         self.m, self.sid = matcher, sid
-        self.asserted: dict[str, int] = {}  # ruleset -> facts asserted into it (from the first attempt on)
+        self.sent: dict[int, list[dict]] = {}  # part -> the facts of this resolution asserted into it
         self.known: dict[str, Any] = {}  # value fact -> its value, from every batch so far
         self.spelled: dict[str, Any] = {}  # the same, as the engine spells it (its "v", None for null)
-
-    def touched(self) -> list[str]:
-        return list(self.asserted)
 
     def assert_facts(self, facts: list[dict]) -> list[Firing]:
         if not facts:
@@ -293,28 +323,28 @@ class _DurableSession:
                     batches.setdefault(i, []).append(payload)
         out: list[Firing] = []
         for i in sorted(batches):  # parts in a fixed order: the same facts always make the same calls
-            name = self.m._rulesets[i]
-            if name not in self.asserted:
+            self.sent.setdefault(i, []).extend(batches[i])
+            if i not in self.m._opened:
                 # delete_state corrupts the heap for a sid that holds facts but never ran an action
-                # (reproduced: 2.0.28, a waiting partial match and no firing): the first call of a
-                # session into a part also gives the sink one fact, so one match is always taken
-                self.asserted[name] = 0
+                # (reproduced: 2.0.28, a waiting partial match and no firing): the first call into a
+                # part with a new sid also gives the sink one fact, so one match is always taken; that
+                # fact stays while the sid serves
+                self.m._opened.add(i)
                 batches[i].insert(0, {"id": "open", "sid": self.sid, "t": "val", "o": "", "s": 1})
             try:
                 out += _fire(self.m._native, self.m._handles[i], batches[i])
             except _UnreadableMatch as exc:
                 rule = self.m.compiled.branches[exc.key].rule
                 raise EngineError(f"a match of rule {rule.ref} could not be read: {exc.error!r}") from exc.error
-            self.asserted[name] += len(batches[i])
         return out
 
     def check_count(self) -> None:
         # sid and fact ids are 32-bit hashes compared by hash only (P16): a merge would lose facts
-        for name, asserted in self.asserted.items():
-            stored = self.m._host.get_facts(name, self.sid)
-            if len(stored) != asserted:
-                raise EngineError(f"durable-rules holds {len(stored)} facts for this resolution in {name}, "
-                                  f"{asserted} were asserted")
+        for i, sent in self.sent.items():
+            stored = json.loads(self.m._native.get_facts(self.m._handles[i], self.sid))
+            if len(stored) != len(sent) + 1:  # and the sink's fact
+                raise EngineError(f"durable-rules holds {len(stored) - 1} facts for this resolution in "
+                                  f"{self.m._rulesets[i]}, {len(sent)} were asserted")
 
 
 class ReferenceMatcher:

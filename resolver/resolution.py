@@ -300,7 +300,10 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
                 derivations[name] = d
                 facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
                 values[name] = d.value
-                batch.append(fact(name, d.value))
+                if name in compiled.reads:
+                    batch.append(fact(name, d.value))
+                else:  # no rule reads it: no fact, but a value the engine could not hold is still refused
+                    fact_fields(d.value, name)
                 role = pack.options[name].kernel_role if name in pack.options else None
                 if role:  # what the kernel adapters report about the chosen backend, as facts the rules read
                     status, why, adapter = _kernel_status(d, role, request, facts)
@@ -413,7 +416,7 @@ def _decide_option(name, compiled, firings, fired: list[str], facts, request: Re
     """``fired``: the keys of the fired branches concerning ``name``."""
     option = compiled.pack.options[name]
     if not fired and request.args.get(name) is None:  # most options: nothing proposed, nothing typed
-        return _declared_default(option)
+        return _declared_default(option, compiled)
     proposals: list[tuple[Default, dict]] = []
     # in branch order, not firing order: when several branches of one rule fire, the one reported
     # must not depend on which the matcher happened to fire first
@@ -453,7 +456,7 @@ def _decide_option(name, compiled, firings, fired: list[str], facts, request: Re
             return Derivation(name, None, "fallback", option.ref,
                               f"every default candidate was skipped: its kernel cannot run on {request.platform.name}",
                               (), tuple(skipped))
-        return _declared_default(option)
+        return _declared_default(option, compiled)
     best, read = ranked[0]
     for other, _ in ranked[1:]:
         if other.priority == best.priority and proposed(other) != proposed(best):
@@ -490,9 +493,14 @@ class _Adjusting:
                           d.candidates, tuple(self.done))
 
 
-def _declared_default(option) -> Derivation:
-    return Derivation(option.name, option.default, "fallback", option.ref,
-                      f"no default rule applied; the option's declared default. {option.doc}")
+def _declared_default(option, compiled: CompiledPack) -> Derivation:
+    """The derivation of an option no default rule set: the same in every resolution (built once per pack)."""
+    known = compiled.memo.setdefault("resolution.declared", {})
+    d = known.get(option.name)
+    if d is None:
+        d = known[option.name] = Derivation(option.name, option.default, "fallback", option.ref,
+                                            f"no default rule applied; the option's declared default. {option.doc}")
+    return d
 
 
 def _adjust_level(decided: dict[str, Derivation], compiled, session, facts, values, request, warnings, record,

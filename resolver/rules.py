@@ -34,6 +34,10 @@ class RuleRef:
     line: int
 
     def __str__(self) -> str:
+        return self._text
+
+    @cached_property
+    def _text(self) -> str:  # every explanation and origin names rules: spelled once
         return f"{self.id} ({self.file}:{self.line})"
 
     def to_dict(self) -> dict[str, Any]:

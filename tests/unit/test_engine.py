@@ -63,6 +63,56 @@ def test_sessions_are_deleted(engine):
         run(engine.compiled, engine.durable, _request({}))
 
 
+def _stored(matcher) -> list[int]:
+    return [len(json.loads(matcher._native.get_facts(matcher._handles[i], matcher._sid))) for i in sorted(matcher._opened)]
+
+
+def test_one_sid_serves_every_resolution_and_is_left_holding_only_its_sink_fact(engine):
+    matcher = DurableMatcher(engine.compiled)
+    requests = [_request(SEED_ARGS), _request({}, "b200", "DeepseekV3ForCausalLM"), _request({"page_size": 64}, "mi300x"),
+                _request(SEED_ARGS)]
+    outcomes = []
+    for req in requests:
+        outcomes.append(run(engine.compiled, matcher, req))
+        assert matcher._sid == "1" and _stored(matcher) == [1] * len(matcher._opened)
+    # what one resolution asserted leaves no trace in the next: the same request gives the same result,
+    # and each agrees with the reference matcher
+    assert outcomes[0] == outcomes[3]
+    assert outcomes == [run(engine.compiled, engine.reference, req) for req in requests]
+
+
+def test_a_failed_resolution_discards_the_sid(engine, monkeypatch):
+    matcher = DurableMatcher(engine.compiled)
+    good = run(engine.compiled, matcher, _request(SEED_ARGS))
+    with monkeypatch.context() as m:
+        m.setattr(engine_module, "_facts_of", lambda matched: 1 / 0)
+        with pytest.raises(EngineError):
+            run(engine.compiled, matcher, _request(SEED_ARGS))
+    assert matcher._sid == "2" and not matcher._opened  # deleted from every part; a fresh sid next
+    assert run(engine.compiled, matcher, _request(SEED_ARGS)) == good
+
+
+def test_a_retraction_that_leaves_facts_behind_discards_the_sid(engine, monkeypatch):
+    matcher = DurableMatcher(engine.compiled)
+    monkeypatch.setattr(matcher, "_native", _NoRetraction(matcher._native))
+    first = run(engine.compiled, matcher, _request(SEED_ARGS))
+    assert matcher._sid == "2" and not matcher._opened
+    assert run(engine.compiled, matcher, _request(SEED_ARGS)) == first
+
+
+class _NoRetraction:
+    """durable-rules' native module, except that retracting does nothing."""
+
+    def __init__(self, native):
+        self._native = native
+
+    def __getattr__(self, name):
+        return getattr(self._native, name)
+
+    def retract_facts(self, handle, facts):
+        return (0, 0)
+
+
 def test_a_match_that_cannot_be_read_names_its_rule(engine, monkeypatch):
     matcher = DurableMatcher(engine.compiled)
     monkeypatch.setattr(engine_module, "_facts_of", lambda m: 1 / 0)

@@ -255,3 +255,11 @@ def test_sglang_answers_as_recorded():
         got = answers[case]
         assert got["status"] == status, (case, json.dumps(got)[:500])
         assert sglang_value(got, {"args": args}, "moe_runner_backend", {"moe_runner_backend": "auto"}) == runner, case
+
+
+def test_a_dense_model_runs_no_moe_kernel():
+    """Llama has no routed experts: its MoE runner is never built, so SGLang's acceptance stands."""
+    from .test_moe_overrides import LLAMA
+
+    res = resolve({"moe_runner_backend": "flashinfer_trtllm"}, platform="sm90", model=LLAMA)
+    assert res.ok and kernel_verdicts(res)["moe_runner_backend"]["status"] == "unsupported"  # reported, not refused

@@ -23,7 +23,7 @@ DEEP_GEMM = KernelAdapter(
         Claim("moe", ("deep_gemm",), "unsupported", SM8X,
               "MK1: DeepGEMM requires an SM90 or SM100 GPU; MK2: SGLang turns DeepGEMM off below SM90"),
         Claim("moe", ("deep_gemm",), "unsupported", ROCM,
-              "MK1: DeepGEMM is a CUDA library (SM90/SM100); MK2: SGLang turns DeepGEMM off off CUDA"),
+              "MK1: DeepGEMM is a CUDA library (SM90/SM100); MK2: SGLang turns DeepGEMM off on ROCm (not CUDA)"),
         # SM103, SM110 and SM12x: unknown (SGLang probes an SM120 build of DeepGEMM, MK2)
     ),
     probe=package_probe("sgl-deep-gemm", "deep_gemm"),

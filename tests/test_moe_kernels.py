@@ -272,3 +272,14 @@ def test_a_dense_model_runs_no_moe_kernel():
 
     res = resolve({"moe_runner_backend": "flashinfer_trtllm"}, platform="sm90", model=LLAMA)
     assert res.ok and kernel_verdicts(res)["moe_runner_backend"]["status"] == "unsupported"  # reported, not refused
+
+
+def test_require_known_kernels_refuses_an_unknown_runner_not_auto():
+    _, platform, model, args, _ = _CASE["deep-gemm-sm120"]
+    with pytest.raises(ConflictError) as info:
+        resolve(args, platform=platform, model=model, require_known_kernels=True)
+    c = {x.rule.id: x for x in info.value.conflicts}["conflict.kernel.moe.unknown"]
+    assert "--require-known-kernels" in c.message and "deep_gemm" in c.message
+    fixed = {k: v for k, v in args.items() if k not in c.fixes[0].unset}
+    assert resolve(fixed, platform=platform, model=model, require_known_kernels=True).ok  # auto: no kernel of its own
+    assert resolve({"moe_runner_backend": "deep_gemm"}, platform="sm90", model=DSV3, require_known_kernels=True).ok

@@ -87,7 +87,7 @@ def kernels_markdown(adapters) -> str:
         "the evidence of each cell. Y: runs; N: cannot run (the resolver refuses it, or skips it as a default);",
         "Nr: SGLang 0.5.23's own checks refuse or rewrite it (a rule in `rules/` does the same); D: runs no kernel",
         "of its own but those of other options, whose rows decide; `~`: medium evidence; blank: unknown, neither",
-        "refused nor preferred. A narrowed row (KV dtype, MLA) overrides the plain row of the same backend and",
+        "refused nor preferred. A narrowed row (KV dtype, MLA, the MoE weights) overrides the plain row of the same backend and",
         "role; prefill, decode and draft roles read the attention rows unless they have their own.",
         "",
         "| backend | role | only for | " + " | ".join(names) + " | adapter |",

@@ -50,6 +50,9 @@ PACKAGES: tuple[Package, ...] = (
     Package("torch-npu", "installed.torch_npu", (), "Ascend NPU support for PyTorch: ascend"),
     Package("sglang-kernel-cpu", "installed.sglang_kernel_cpu", ("sgl-kernel-cpu",), "sgl-kernel's CPU build: intel_amx"),
     Package("wave-lang", "installed.wave_lang", (), "the Wave kernel language: wave"),
+    # the MoE runners' own packages (resolver/adapters/moe.py); SGLang 0.5.23 depends on sgl-deep-gemm
+    Package("sgl-deep-gemm", "installed.deep_gemm", ("deep-gemm", "deepgemm"), "DeepGEMM: the deep_gemm MoE runner"),
+    Package("triton-kernels", "installed.triton_kernels", (), "OpenAI's triton_kernels: the triton_kernel MoE runner"),
 )
 #: fact name -> (package, assumed when not told, meaning); the loader's known input facts
 INSTALLED_FACTS: dict[str, tuple[str, bool, str]] = {p.fact: (p.name, True, p.meaning) for p in PACKAGES}

@@ -23,7 +23,7 @@ from .draft import DRAFT_FACTS
 from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .platforms import PLATFORM_FACTS
-from .rules import KERNEL_CONTEXT, Adjust, Compute, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
+from .rules import KERNEL_CONTEXT, ROLE_CONTEXT, Adjust, Compute, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
 from .safe_io import MAX_RULE_FILE_BYTES, UnreadableFile, checked_path, file_problem, read_text
 
 __all__ = ["REQUIRE_KNOWN_KERNELS", "default_rules_dir", "load_rules"]
@@ -466,8 +466,8 @@ def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts)
             if n in nodes and n != a.option and a.option in deps:
                 deps[a.option].setdefault(n, a.ref)
     for o in options.values():
-        if o.kernel_role:  # its kernel facts read the KV dtype and the model kind
-            for n in KERNEL_CONTEXT:
+        if o.kernel_role:  # its kernel facts read the KV dtype and the model kind (the MoE runner's, the quantization)
+            for n in KERNEL_CONTEXT + ROLE_CONTEXT.get(o.kernel_role, ()):
                 if n in nodes and n != o.name:
                     deps[o.name].setdefault(n, o.ref)
     order: list[tuple[str, ...]] = []

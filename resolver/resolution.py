@@ -34,7 +34,7 @@ from .loader import REQUIRE_KNOWN_KERNELS, kernel_option
 from .model import MODEL_FACTS
 from .notices import Notice
 from .platforms import Platform
-from .rules import KERNEL_CONTEXT, Adjust, Compute, Conflict, Default, Fact, RuleRef
+from .rules import KERNEL_CONTEXT, ROLE_CONTEXT, Adjust, Compute, Conflict, Default, Fact, RuleRef
 
 __all__ = [
     "Adjustment",
@@ -403,7 +403,11 @@ def _kernel_status(d: Derivation, role: str, request: Request, facts) -> tuple[s
 
 def _verdict(request: Request, role: str, backend: Any, facts):
     """What the adapters say about ``backend`` here, counting the packages the target lacks."""
-    return request.kernels.verdict(role, backend, request.platform.name, *_kernel_context(facts), absent=request.absent)
+    quantization = None
+    for n in ROLE_CONTEXT.get(role, ()):  # the MoE runner's claims may be narrowed by the weights' quantization
+        quantization = facts[n].value if n in facts else None
+    return request.kernels.verdict(role, backend, request.platform.name, *_kernel_context(facts), absent=request.absent,
+                                   quantization=quantization)
 
 
 def _kernel_context(facts) -> tuple[str | None, bool | None]:
@@ -452,6 +456,12 @@ def _decide_option(name, compiled, firings, fired: list[str], facts, request: Re
                 runnable.append((r, read_))
         ranked = runnable
     if not ranked:
+        if skipped and option.default is not None and option.default in option.unset_values:
+            # "auto" (the MoE runner): SGLang's own runner then picks at run time, as with no default at all
+            return Derivation(name, option.default, "fallback", option.ref,
+                              f"every default candidate was skipped: its kernel cannot run on {request.platform.name}; "
+                              f"the option's declared default {option.default!r} leaves the pick to SGLang at run time",
+                              (), tuple(skipped))
         if skipped:
             return Derivation(name, None, "fallback", option.ref,
                               f"every default candidate was skipped: its kernel cannot run on {request.platform.name}",

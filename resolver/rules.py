@@ -18,11 +18,14 @@ from typing import Any
 from .conditions import Atom, Condition
 from .expressions import Expression
 
-__all__ = ["RuleRef", "Option", "Fact", "Compute", "Default", "Adjust", "Conflict", "FixHint", "RulePack", "KERNEL_CONTEXT"]
+__all__ = ["RuleRef", "Option", "Fact", "Compute", "Default", "Adjust", "Conflict", "FixHint", "RulePack", "KERNEL_CONTEXT", "ROLE_CONTEXT"]
 
 #: what a kernel adapter's claim may be narrowed by (resolver/adapters/base.py Claim): an option with a
 #: kernel_role is decided after these, so its kernel facts never depend on the order facts arrive in
 KERNEL_CONTEXT = ("kv_cache_dtype", "model.mla")
+#: what claims of one role may be narrowed by besides KERNEL_CONTEXT: the MoE runner's by the weights'
+#: quantization as SGLang's ModelConfig ends with (rules/moe.yaml compute.moe.model-quantization)
+ROLE_CONTEXT = {"moe": ("moe.model_quantization",)}
 
 
 @dataclass(frozen=True)

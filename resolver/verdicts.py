@@ -40,6 +40,8 @@ def kernel_verdicts(resolution: Resolution) -> dict[str, dict[str, Any]]:
         backend = resolution.outcome.values.get(name)
         if backend is None and status.value != "none":
             continue  # not set: no backend of its own (prefill and decode then run --attention-backend's)
+        if backend in (option.unset_values or ()):
+            continue  # "auto" (the MoE runner): SGLang picks the kernel at run time, no backend of its own
         origin = status.origin
         out[name] = {"backend": backend, "role": option.kernel_role, "status": status.value,
                      "why": facts[f"kernel.{name}_why"].value,

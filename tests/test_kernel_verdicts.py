@@ -188,7 +188,10 @@ def test_a_package_probed_absent_counts_under_check_installed(monkeypatch, reque
 def test_every_chosen_backend_carries_its_verdict():
     res = resolve({}, platform="b200", model=DSV32)
     verdicts = kernel_verdicts(res)
-    assert set(verdicts) == {"attention_backend", "dsa_prefill_backend", "dsa_decode_backend"}  # unset ones: none
+    # unset ones: none; the DeepSeek family's MoE runner on SM100 is FlashInfer's TRT-LLM MoE
+    assert set(verdicts) == {"attention_backend", "dsa_prefill_backend", "dsa_decode_backend", "moe_runner_backend"}
+    assert verdicts["moe_runner_backend"]["status"] == "supported"
+    assert verdicts["moe_runner_backend"]["adapter"] == "moe-flashinfer-trtllm"
     assert verdicts["dsa_decode_backend"] == {
         "backend": "trtllm", "role": "dsa_decode", "status": "supported", "adapter": "flashinfer-trtllm",
         "why": res.outcome.facts["kernel.dsa_decode_backend_why"].value}

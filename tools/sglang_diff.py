@@ -128,7 +128,9 @@ DIVERGENCE_RULES: dict[str, str] = {
         "conflict.kernel.dsa-decode.none-runs", "conflict.kernel.attention.none-runs",
         "conflict.kernel.prefill-attention.cannot-run", "conflict.kernel.decode-attention.cannot-run",
         "conflict.kernel.draft-attention.cannot-run", "conflict.kernel.mxfp8-sm12x",
-        "conflict.kernel.tilelang-bf16-sm12x-nope")},
+        "conflict.kernel.tilelang-bf16-sm12x-nope",
+        # the MoE kernel adapters (resolver/adapters/moe.py, rules/moe_kernels.yaml)
+        "conflict.kernel.moe.cannot-run", "conflict.kernel.moe.pplx-deep-gemm")},
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -478,8 +480,10 @@ _KERNEL_SKIPS = ("is not installed on the target", "its kernel cannot run on")
 
 
 #: values that follow from the attention backend (page size, the radix cache under deterministic
-#: inference, the draft backend that copies it)
-FOLLOW_THE_BACKEND = {"page_size", "disable_radix_cache", "speculative_draft_attention_backend"}
+#: inference, the draft backend that copies it) or from the MoE runner (the shared-expert fusion its
+#: kernel needs off, the draft's runner that copies it)
+FOLLOW_THE_BACKEND = {"page_size", "disable_radix_cache", "speculative_draft_attention_backend",
+                      "disable_shared_experts_fusion", "speculative_moe_runner_backend"}
 
 
 def _skipped_for_kernel(result: dict, differ: list[str], sg: dict, request: dict, defaults: dict) -> bool:

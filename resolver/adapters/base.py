@@ -4,7 +4,8 @@ An adapter is data: the backend names a kernel family serves, in which role, and
 platform whether that kernel runs there, each claim with its evidence and strength, optionally
 narrowed to some KV-cache dtypes or to MLA / non-MLA models; its limits (KV dtypes, page sizes,
 head dims) as reported facts; and a probe of whether the family's package is installed, its
-version and, for ahead-of-time builds, the GPU architectures it was compiled for.
+version and, for ahead-of-time builds, the GPU architectures it was compiled for.  A claim in the
+``moe`` role (the MoE runner) may instead be narrowed to some weight quantizations (``quantizations``).
 
 Statuses follow shared/reference/kernels.md 0.3: "supported" (Y), "unsupported" (N: no kernel,
 an assertion, a crash), "refused" (Nr: SGLang 0.5.23's own resolution refuses or rewrites it, so
@@ -26,7 +27,7 @@ from typing import Callable
 from ..errors import ResolverError
 from ..platforms import ALL_PLATFORMS
 
-__all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "package_probe"]
+__all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "UNQUANTIZED", "package_probe"]
 
 #: role -> the option whose value names the backend in that role
 ROLES = {
@@ -36,6 +37,7 @@ ROLES = {
     "draft": "speculative_draft_attention_backend",
     "dsa_prefill": "dsa_prefill_backend",
     "dsa_decode": "dsa_decode_backend",
+    "moe": "moe_runner_backend",
 }
 #: a role with no claim of its own reads the claims of this one (the same kernel serves both)
 ROLE_FALLBACK = {"attention_prefill": "attention", "attention_decode": "attention", "draft": "attention"}
@@ -44,6 +46,8 @@ STRENGTHS = ("strong", "medium", "weak")
 #: KV-cache dtypes a claim or limit may name (the contract's --kv-cache-dtype values)
 KV_DTYPES = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16")
 LIMIT_KINDS = ("kv_dtypes", "page_sizes", "head_dims")
+#: how a claim's ``quantizations`` names unquantized weights (the model's quantization is unset)
+UNQUANTIZED = "unquantized"
 _PLATFORM_NAMES = {p.name for p in ALL_PLATFORMS}
 
 
@@ -54,8 +58,10 @@ class AdapterError(ResolverError):
 @dataclass(frozen=True)
 class Claim:
     """``backends`` in ``role`` is ``status`` on ``platforms``, per ``evidence``; only for the KV
-    dtypes in ``kv_dtypes`` and for MLA (``mla=True``) or other (``False``) models, when given.
-    A narrower claim (more qualifiers) wins over a broader one for the same backend and platform."""
+    dtypes in ``kv_dtypes``, for MLA (``mla=True``) or other (``False``) models, and for the weight
+    quantizations in ``quantizations`` (SGLang's method names, the model's as resolved, or
+    ``"unquantized"``), when given.  A narrower claim (more qualifiers) wins over a broader one for
+    the same backend and platform."""
 
     role: str
     backends: tuple[str, ...]
@@ -65,15 +71,18 @@ class Claim:
     strength: str = "strong"
     kv_dtypes: tuple[str, ...] | None = None
     mla: bool | None = None
+    quantizations: tuple[str, ...] | None = None
 
-    def applies(self, kv_dtype: str | None, mla: bool | None) -> bool:
+    def applies(self, kv_dtype: str | None, mla: bool | None, quantization: str | None = None) -> bool:
         if self.kv_dtypes is not None and kv_dtype not in self.kv_dtypes:
+            return False
+        if self.quantizations is not None and (quantization or UNQUANTIZED) not in self.quantizations:
             return False
         return self.mla is None or self.mla == mla
 
     @property
     def specificity(self) -> int:
-        return (self.kv_dtypes is not None) + (self.mla is not None)
+        return (self.kv_dtypes is not None) + (self.mla is not None) + (self.quantizations is not None)
 
     def scope(self) -> str:
         parts = []
@@ -81,6 +90,8 @@ class Claim:
             parts.append("KV " + "/".join(self.kv_dtypes))
         if self.mla is not None:
             parts.append("MLA models" if self.mla else "non-MLA models")
+        if self.quantizations is not None:
+            parts.append("weights " + "/".join(self.quantizations))
         return ", ".join(parts)
 
 
@@ -157,6 +168,11 @@ def validate(adapter: object, origin: str) -> KernelAdapter:
             raise AdapterError(f"{where}: unknown KV dtype(s) in {c.kv_dtypes} (known: {', '.join(KV_DTYPES)})")
         if c.mla not in (None, True, False):
             raise AdapterError(f"{where}: mla must be true, false or absent, got {c.mla!r}")
+        if c.quantizations is not None and (
+                not isinstance(c.quantizations, tuple) or not c.quantizations
+                or not all(isinstance(q, str) and q.strip() and q.isprintable() for q in c.quantizations)):
+            raise AdapterError(f"{where}: quantizations must be a non-empty tuple of method names "
+                               f"(or \"{UNQUANTIZED}\"), got {c.quantizations!r}")
     for lim in adapter.limits:
         if not isinstance(lim, Limit) or lim.kind not in LIMIT_KINDS or not lim.backends or not lim.evidence:
             raise AdapterError(f"{where}: {lim!r} is not a Limit of a known kind ({', '.join(LIMIT_KINDS)}) "

@@ -39,7 +39,7 @@ PROBE_TIMEOUT = 5.0
 WARNING_PLUGIN = "plugin:"  # an entry-point adapter failed to load, clashed, or its probe failed
 WARNING_PROBE = "probe:"  # a built-in adapter's probe failed
 _BUILTIN = ("flashmla", "fa3", "fa4", "flashinfer", "trtllm", "flashinfer_sparse_mla", "tilelang", "triton", "aiter",
-            "intel_xpu", "torch_native", "hpc_ops", "other_devices", "dsa_dispatch")
+            "intel_xpu", "torch_native", "hpc_ops", "other_devices", "dsa_dispatch", "moe")
 _PLATFORM = {p.name: p for p in ALL_PLATFORMS}
 
 
@@ -76,27 +76,29 @@ class Registry:
                 self._serving.setdefault(backend, []).append(adapter)
 
     def claim(self, role: str, backend: str, platform: str, kv_dtype: str | None = None,
-              mla: bool | None = None) -> tuple[Claim, KernelAdapter] | None:
+              mla: bool | None = None, quantization: str | None = None) -> tuple[Claim, KernelAdapter] | None:
         """The claim that decides: the narrowest one that applies, the last loaded among equals (so a
         kernel package's own adapter overrides a built-in one); a role without claims of its own
         reads its fallback role's (prefill, decode and draft attention run the attention kernels)."""
         for r in (role, ROLE_FALLBACK.get(role)):
             hits = [(i, c, a) for i, (c, a) in enumerate(self._index.get((r, backend, platform), ()))
-                    if c.applies(kv_dtype, mla)]
+                    if c.applies(kv_dtype, mla, quantization)]
             if hits:
                 _, claim, adapter = max(hits, key=lambda h: (h[1].specificity, h[0]))
                 return claim, adapter
         return None
 
     def verdict(self, role: str, backend: str | None, platform: str, kv_dtype: str | None = None,
-                mla: bool | None = None, absent: Mapping[str, str] | None = None) -> Verdict:
-        """What the adapters say about ``backend`` in ``role`` on ``platform``.  ``absent`` maps the
+                mla: bool | None = None, absent: Mapping[str, str] | None = None,
+                quantization: str | None = None) -> Verdict:
+        """What the adapters say about ``backend`` in ``role`` on ``platform`` (for the model's weight
+        ``quantization``, None when unquantized, where a claim is narrowed by it).  ``absent`` maps the
         (canonical) packages the target lacks to why that is known (``--installed X=no``): a kernel of
         an absent package cannot run, whatever its claim says, except that a refusal stays a refusal."""
         if backend is None:
             return Verdict("unknown", "no backend")
         absent = absent or {}
-        hit = self.claim(role, backend, platform, kv_dtype, mla)
+        hit = self.claim(role, backend, platform, kv_dtype, mla, quantization)
         if hit is None:
             # no claim here, but a kernel whose every serving package is absent cannot run anywhere
             serving = self._serving.get(backend, [])

@@ -387,9 +387,13 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
     for old, new in value_aliases.items():
         if choices and new not in choices:
             b.problem(ref.file, ref.line, f"option '{name}': value alias '{old}' points to '{new}', which is not a choice")
-    return Option(ref, doc, name, rule.get("flag", "--" + name.replace("_", "-")), typ, " ".join(rule["help"].split()),
+    no_cli = bool(rule.get("no_cli", False))
+    if no_cli and ("flag" in rule or "aliases" in rule):
+        b.problem(ref.file, ref.line, f"option '{name}' has no_cli: it takes no flag nor aliases")
+    flag = "" if no_cli else rule.get("flag", "--" + name.replace("_", "-"))
+    return Option(ref, doc, name, flag, typ, " ".join(rule["help"].split()),
                   choices, tuple(rule.get("aliases", ())), value_aliases, tuple(rule.get("unset_values", ())),
-                  rule.get("default"), rule.get("minimum"), rule.get("kernel_role"))
+                  rule.get("default"), rule.get("minimum"), rule.get("kernel_role"), no_cli=no_cli)
 
 
 def _env(ref: RuleRef, doc: str, rule: _Mapping) -> Option:

@@ -31,7 +31,7 @@ def to_argv(pack: RulePack, values: dict[str, Any]) -> tuple[str, ...]:
         value = values[name]
         opt = pack.options.get(name)
         action = cat.by_dest.get(name)
-        if value is None:
+        if value is None or opt is not None and opt.no_cli:
             continue
         if opt is not None and opt.type == "bool" or action is not None and action.type == "bool":
             flag = opt.flag if opt is not None else action.flags[0]  # type: ignore[union-attr]
@@ -138,6 +138,9 @@ def split_unchecked(pack: RulePack, args: dict[str, Any], flags: dict[str, str] 
         if name in pack.options and pack.options[name].env:
             raise InputError(f"{name} is an environment variable, not a launch option: give it in 'env' "
                              f"(--env {name}=VALUE)")
+        if name in pack.options and pack.options[name].no_cli:
+            raise InputError(f"{name} has no flag in SGLang {cat.sglang_version}: its resolution derives it, "
+                             "it cannot be typed")
         if name in pack.options:
             rule_args[name] = value
             continue

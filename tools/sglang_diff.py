@@ -479,7 +479,7 @@ _KERNEL_SKIPS = ("is not installed on the target", "its kernel cannot run on")
 
 #: values that follow from the attention backend (page size, the radix cache under deterministic
 #: inference, the draft backend that copies it)
-FOLLOW_THE_BACKEND = {"page_size", "disable_radix_cache", "speculative_draft_attention_backend"}
+FOLLOW_THE_BACKEND = {"page_size", "disable_radix_cache", "uses_mamba_radix_cache", "speculative_draft_attention_backend"}
 
 
 def _skipped_for_kernel(result: dict, differ: list[str], sg: dict, request: dict, defaults: dict) -> bool:

@@ -99,6 +99,8 @@ def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[A
     if option.type == "choice":
         if value in option.value_aliases:
             new = option.value_aliases[value]
+            if option.value_alias_note:
+                return new, option.value_alias_note.format(flag=flag, value=value, new=new)
             return new, f"{flag} {value} is deprecated; it means {new}: use {flag} {new}"
         if value not in option.choices:
             raise InputError(

@@ -432,6 +432,9 @@ def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
             when = Condition(f"({when.source}) and {restrict}", tuple(br + (restrict,) for br in when.branches))
     hints = []
     for h in rule.get("fixes", ()):
+        for n in [*h.get("set", {}), *h.get("unset", ())]:
+            if n in options and options[n].no_cli:
+                b.problem(ref.file, ref.line, f"rule {ref.id}: a fix cannot change '{n}', which has no flag (no_cli)")
         for n, v in h.get("set", {}).items():
             _check_value(b, ref, options, n, v, "fixes.set")
         for n in h.get("unset", ()):

@@ -76,6 +76,6 @@ def test_sglangs_own_alias_spelling_is_not_called_deprecated():
     is oracle-checked in tests/test_moe_a2a.py (qwen-megamoe-runner*)."""
     typed, notes, spelled = coerce_args(load_rules(), {"moe_runner_backend": "megamoe"})
     assert typed == {} and spelled == {"moe_runner_backend": "megamoe"}  # auto = unset
-    assert notes == ["--moe-runner-backend megamoe is an alias for --moe-a2a-backend megamoe: the all-to-all backend "
-                     "is megamoe and the runner is left to pick (--moe-runner-backend auto)"]
+    assert notes == [("--moe-runner-backend megamoe is an alias for --moe-a2a-backend megamoe: the all-to-all backend "
+                      "is megamoe and the runner is left to pick (--moe-runner-backend auto)")]
     assert not any("deprecated" in n for n in notes)

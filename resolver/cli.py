@@ -113,7 +113,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     cat = catalogue()
     opts = p.add_argument_group("launch options the rules check (SGLang flags)")
     for opt in sorted(pack.options.values(), key=lambda o: o.flag):
-        if opt.env:  # an environment variable: --env NAME=VALUE
+        if opt.env or opt.no_cli:  # an environment variable (--env NAME=VALUE), or a field with no flag
             continue
         sglang = cat.by_dest[opt.name].flags if opt.name in cat.by_dest else ()
         names = list(dict.fromkeys([opt.flag, *sglang, *opt.aliases]))
@@ -145,7 +145,8 @@ _OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-p
 def _flag_names(pack: RulePack) -> list[str]:
     names = list(_OWN_FLAGS)
     for opt in pack.options.values():
-        names += [opt.flag, *opt.aliases]
+        if not opt.no_cli:
+            names += [opt.flag, *opt.aliases]
     return names + list(catalogue().by_flag)
 
 

@@ -36,7 +36,8 @@ def options_markdown(pack: RulePack) -> str:
     ]
     cat = catalogue()
     for opt in sorted((o for o in pack.options.values() if not o.env), key=lambda o: o.name):
-        flag = f"`{opt.flag}`" + "".join(f"<br>`{a}` (deprecated)" for a in opt.aliases)
+        flag = "none (derived)" if opt.no_cli else f"`{opt.flag}`" + "".join(
+            f"<br>`{a}` (deprecated)" for a in opt.aliases)
         action = cat.by_dest.get(opt.name)
         if action is not None and action.kind == "bool_optional":  # SGLang's --no-x twin sets false
             flag += "".join(f"<br>`{f}`" for f in action.flags if f.startswith("--no-"))

@@ -19,6 +19,7 @@ __all__ = ["DRAFT_FACTS", "GEMMA4_ASSISTANTS", "draft_facts", "find_draft"]
 #: fact name -> (config.json fields, meaning)
 DRAFT_FACTS: dict[str, tuple[str, str]] = {
     "draft.architecture": ("architectures[0]", "the draft model class"),
+    "draft.model_type": ("model_type", "the draft's model type (SGLang picks the draft's boundary reduction by it too)"),
     "draft.block_size": ("dflash_config.block_size, block_size",
                          "a DFlash draft's block size: the tokens it drafts per step (SGLang: parse_dflash_draft_config)"),
     "draft.trtllm_mha_ok": ("layer_types, num_hidden_layers, is_causal",
@@ -49,7 +50,9 @@ def draft_facts(config: dict[str, Any] | None, origin: str) -> dict[str, tuple[A
     all_sliding = (isinstance(layer_types, list) and bool(layer_types) and len(layer_types) == layers
                    and set(layer_types) == {"sliding_attention"})
     causal = text.get("is_causal") is True
+    model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
     return {"draft.architecture": (arch, f"{origin}: architectures[0]"),
+            "draft.model_type": (model_type, f"{origin}: model_type"),
             "draft.block_size": (block, f"{origin}: dflash_config.block_size or block_size"),
             "draft.trtllm_mha_ok": (all_sliding or causal, f"{origin}: layer_types and is_causal")}
 

@@ -321,7 +321,8 @@ def options_behind(pack: RulePack, names) -> set[str]:
             name = name.split(".", 1)[1]
         base = kernel_option(name) or name
         if base in pack.options:
-            out.add(base)
+            if not pack.options[base].no_cli:  # a field with no flag is no change a user can make
+                out.add(base)
         elif base in pack.facts:
             todo += pack.facts[base].when.names()
     return out

@@ -387,9 +387,22 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
     for old, new in value_aliases.items():
         if choices and new not in choices:
             b.problem(ref.file, ref.line, f"option '{name}': value alias '{old}' points to '{new}', which is not a choice")
-    return Option(ref, doc, name, rule.get("flag", "--" + name.replace("_", "-")), typ, " ".join(rule["help"].split()),
+    note = rule.get("value_alias_note")
+    try:
+        fields = {f for _, f, _, _ in string.Formatter().parse(note or "") if f is not None}
+    except ValueError as exc:
+        fields = {f"<{exc}>"}
+    if fields - {"flag", "value", "new"}:
+        b.problem(ref.file, ref.line, f"option '{name}': value_alias_note may only use {{flag}}, {{value}} and {{new}}, "
+                                      f"not {', '.join(sorted(fields - {'flag', 'value', 'new'}))}")
+    no_cli = bool(rule.get("no_cli", False))
+    if no_cli and ("flag" in rule or "aliases" in rule):
+        b.problem(ref.file, ref.line, f"option '{name}' has no_cli: it takes no flag nor aliases")
+    flag = "" if no_cli else rule.get("flag", "--" + name.replace("_", "-"))
+    return Option(ref, doc, name, flag, typ, " ".join(rule["help"].split()),
                   choices, tuple(rule.get("aliases", ())), value_aliases, tuple(rule.get("unset_values", ())),
-                  rule.get("default"), rule.get("minimum"), rule.get("kernel_role"))
+                  rule.get("default"), rule.get("minimum"), rule.get("kernel_role"), no_cli=no_cli,
+                  value_alias_note=" ".join(rule["value_alias_note"].split()) if "value_alias_note" in rule else None)
 
 
 def _env(ref: RuleRef, doc: str, rule: _Mapping) -> Option:
@@ -419,6 +432,9 @@ def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
             when = Condition(f"({when.source}) and {restrict}", tuple(br + (restrict,) for br in when.branches))
     hints = []
     for h in rule.get("fixes", ()):
+        for n in [*h.get("set", {}), *h.get("unset", ())]:
+            if n in options and options[n].no_cli:
+                b.problem(ref.file, ref.line, f"rule {ref.id}: a fix cannot change '{n}', which has no flag (no_cli)")
         for n, v in h.get("set", {}).items():
             _check_value(b, ref, options, n, v, "fixes.set")
         for n in h.get("unset", ()):

@@ -31,7 +31,7 @@ def to_argv(pack: RulePack, values: dict[str, Any]) -> tuple[str, ...]:
         value = values[name]
         opt = pack.options.get(name)
         action = cat.by_dest.get(name)
-        if value is None:
+        if value is None or opt is not None and opt.no_cli:
             continue
         if opt is not None and opt.type == "bool" or action is not None and action.type == "bool":
             flag = opt.flag if opt is not None else action.flags[0]  # type: ignore[union-attr]
@@ -99,6 +99,8 @@ def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[A
     if option.type == "choice":
         if value in option.value_aliases:
             new = option.value_aliases[value]
+            if option.value_alias_note:
+                return new, option.value_alias_note.format(flag=flag, value=value, new=new)
             return new, f"{flag} {value} is deprecated; it means {new}: use {flag} {new}"
         if value not in option.choices:
             raise InputError(
@@ -138,6 +140,9 @@ def split_unchecked(pack: RulePack, args: dict[str, Any], flags: dict[str, str] 
         if name in pack.options and pack.options[name].env:
             raise InputError(f"{name} is an environment variable, not a launch option: give it in 'env' "
                              f"(--env {name}=VALUE)")
+        if name in pack.options and pack.options[name].no_cli:
+            raise InputError(f"{name} has no flag in SGLang {cat.sglang_version}: its resolution derives it, "
+                             "it cannot be typed")
         if name in pack.options:
             rule_args[name] = value
             continue

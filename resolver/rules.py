@@ -65,6 +65,12 @@ class Option:
     #: an environment variable SGLang sets (``kind: env``): its name is the variable's, it has no flag of its
     #: own, a request gives it in ``env``, and results list it under ``env`` instead of ``values``
     env: bool = False
+    #: a ServerArgs field SGLang declares without a command-line flag (``Arg(no_cli=True)``, e.g.
+    #: speculative_boundary_reduction): only rules decide it; it is never typed nor written back
+    no_cli: bool = False
+    #: the note a value alias gets instead of "deprecated" ({flag}, {value}, {new}): SGLang's own alias
+    #: spellings that are not deprecated (--moe-runner-backend megamoe)
+    value_alias_note: str | None = None
 
 
 @dataclass(frozen=True)

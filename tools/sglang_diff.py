@@ -419,17 +419,59 @@ def _template(message: str) -> str:
     return re.sub(r"\d+(\.\d+)?", "N", message)[:160]
 
 
-#: options SGLang reports nested: the decode graph's largest batch is cuda_graph_config.decode.max_bs
-NESTED = {"cuda_graph_max_bs_decode": ("cuda_graph_config", "decode", "max_bs")}
+#: options SGLang reports nested: the decode graph's largest batch is cuda_graph_config.decode.max_bs, and
+#: what rules/cuda_graph_config.yaml decides per phase
+NESTED = {"cuda_graph_max_bs_decode": ("cuda_graph_config", "decode", "max_bs"),
+          "cuda_graph_config_decode_backend": ("cuda_graph_config", "decode", "backend"),
+          "cuda_graph_config_prefill_backend": ("cuda_graph_config", "prefill", "backend"),
+          "cuda_graph_config_prefill_max_bs": ("cuda_graph_config", "prefill", "max_bs"),
+          "cuda_graph_config_decode_bs": ("cuda_graph_config", "decode", "bs"),
+          "cuda_graph_config_prefill_bs": ("cuda_graph_config", "prefill", "bs")}
+
+
+def _prefill_buckets(max_bs: int) -> list[int]:
+    """SGLang 0.5.23 cuda_graph_hook.py generate_prefill_cuda_graph_batch_sizes."""
+    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64),
+             *range(1280, 4097, 256), *range(4608, max_bs + 1, 512)]
+    return [s for s in sizes if s <= max_bs]
+
+
+def _decode_batches(max_bs: int, speculative: bool) -> list[int]:
+    """SGLang 0.5.23 cuda_graph_hook.py generate_decode_cuda_graph_batch_sizes (padding on)."""
+    if speculative:
+        sizes = [*range(1, 9), *range(10, 33, 2), *range(40, 65, 4), *range(72, 257, 8), *range(272, max_bs + 1, 16)]
+    else:
+        sizes = [1, 2, 4, 8, 12, *range(16, 257, 8), *range(272, 512, 16), *range(512, max_bs + 1, 32)]
+    sizes = [s for s in sizes if s <= max_bs]
+    return sizes if max_bs in sizes else [*sizes, max_bs]
+
+
+#: the generators a phase's batch list comes from, by the name rules/cuda_graph_config.yaml gives them
+BATCH_LISTS = {
+    "decode": {"default": lambda m: _decode_batches(m, False), "speculative": lambda m: _decode_batches(m, True)},
+    "prefill": {"default": _prefill_buckets, "aligned8": lambda m: sorted({(b + 7) // 8 * 8 for b in _prefill_buckets(m)})},
+}
+
+
+def _batch_list_name(phase: str, batches: Any, max_bs: Any) -> Any:
+    """A phase's batch list named by the generator that makes it from the phase's max_bs (the list itself
+    when none does, so it shows as a difference)."""
+    if isinstance(batches, list) and isinstance(max_bs, int):
+        for name, make in BATCH_LISTS[phase].items():
+            if make(max_bs) == batches:
+                return name
+    return batches
 
 
 def sglang_value(answer: dict, request: dict, field: str, defaults: dict[str, Any]) -> Any:
     """SGLang's final value: what a step declared, else what was typed, else SGLang's default."""
     if field in NESTED and NESTED[field][0] in answer["values"]:
         value = answer["values"][NESTED[field][0]]
-        for key in NESTED[field][1:]:
+        for key in NESTED[field][1:-1]:
             value = value.get(key) if isinstance(value, dict) else None
-        return value
+        phase = value if isinstance(value, dict) else {}
+        value = phase.get(NESTED[field][-1])
+        return _batch_list_name(NESTED[field][1], value, phase.get("max_bs")) if isinstance(value, list) else value
     if field in answer["values"]:
         return answer["values"][field]
     return request["args"].get(field, defaults.get(field))
@@ -480,9 +522,9 @@ _KERNEL_SKIPS = ("is not installed on the target", "its kernel cannot run on")
 
 
 #: values that follow from the attention backend (page size, the radix cache under deterministic
-#: inference, the draft backend that copies it) or from the MoE runner (the shared-expert fusion its
-#: kernel needs off, the draft's runner that copies it)
-FOLLOW_THE_BACKEND = {"page_size", "disable_radix_cache", "speculative_draft_attention_backend",
+#: inference, the draft backend that copies it, the mamba radix cache that follows the radix cache) or
+#: from the MoE runner (the shared-expert fusion its kernel needs off, the draft's runner that copies it)
+FOLLOW_THE_BACKEND = {"page_size", "disable_radix_cache", "uses_mamba_radix_cache", "speculative_draft_attention_backend",
                       "disable_shared_experts_fusion", "speculative_moe_runner_backend"}
 
 

@@ -74,7 +74,7 @@ def add_resolver_arguments(parser: argparse.ArgumentParser, rules: str | None = 
         group.add_argument("--platform", dest="resolver_platform", default="auto", help=_PLATFORM_HELP)
     for opt in sorted(pack.options.values(), key=lambda o: o.name):
         flags = [opt.flag, *opt.aliases]
-        if opt.env or _existing(parser, flags) is not None:  # an environment variable is no flag
+        if opt.env or opt.no_cli or _existing(parser, flags) is not None:  # an environment variable is no flag
             continue
         group = group or parser.add_argument_group(title)
         help_ = opt.help + (f" (choices: {', '.join(opt.choices)})" if opt.choices else "")
@@ -95,7 +95,7 @@ def _typed(parser: argparse.ArgumentParser, ns: argparse.Namespace, pack: RulePa
     the resolver could only refuse one its own catalogue types differently."""
     out = {}
     for opt in pack.options.values():
-        action = None if opt.env else _existing(parser, [opt.flag, *opt.aliases])
+        action = None if opt.env or opt.no_cli else _existing(parser, [opt.flag, *opt.aliases])
         if action is None:
             continue
         value = getattr(ns, action.dest, None)
@@ -108,7 +108,7 @@ def _typed(parser: argparse.ArgumentParser, ns: argparse.Namespace, pack: RulePa
 def _write_back(parser: argparse.ArgumentParser, ns: argparse.Namespace, res: Resolution) -> None:
     """Write what the resolution decided into ``ns`` (the contract in the module docstring)."""
     for name, opt in res.engine.pack.options.items():
-        action = None if opt.env else _existing(parser, [opt.flag, *opt.aliases])
+        action = None if opt.env or opt.no_cli else _existing(parser, [opt.flag, *opt.aliases])
         if action is None:
             continue
         value, held = launch_value(res, name), getattr(ns, action.dest, None)

@@ -68,3 +68,14 @@ def test_a_multimodal_config_is_read_through_its_language_part():
     assert facts["model.kv_lora_rank"] == (512, "config.json language_config.kv_lora_rank")
     assert facts["model.asymmetric_kv"][0] is True
     assert model_facts({"architectures": ["X"], "text_config": {"index_topk": 2048}})["model.index_topk"][0] == 2048
+
+
+def test_sglangs_own_alias_spelling_is_not_called_deprecated():
+    """--moe-runner-backend megamoe is SGLang 0.5.23's alias for --moe-a2a-backend megamoe with the runner left to
+    auto (mega_moe_hook.py handle_moe_runner_backend_alias), not a deprecated spelling of auto; what it resolves to
+    is oracle-checked in tests/test_moe_a2a.py (qwen-megamoe-runner*)."""
+    typed, notes, spelled = coerce_args(load_rules(), {"moe_runner_backend": "megamoe"})
+    assert typed == {} and spelled == {"moe_runner_backend": "megamoe"}  # auto = unset
+    assert notes == [("--moe-runner-backend megamoe is an alias for --moe-a2a-backend megamoe: the all-to-all backend "
+                      "is megamoe and the runner is left to pick (--moe-runner-backend auto)")]
+    assert not any("deprecated" in n for n in notes)

@@ -221,3 +221,43 @@ def test_compute_rules_are_checked_and_ordered(rules_dir):
     assert "compute 'a' reuses the name of an option" in text
     assert "'from' names unknown option or fact 'zz'" in text
     assert "unknown fact or option 'qq' in 'value.expr'" in text
+
+
+def test_a_field_with_no_flag_takes_no_flag_and_no_fix_changes_it(rules_dir):
+    """``no_cli: true`` (a ServerArgs field SGLang derives, Arg(no_cli=True)) has no flag; a fix cannot touch it,
+    and a value alias note may only name {flag}, {value} and {new}."""
+    good = GOOD + """
+  - id: option.derived
+    kind: option
+    doc: Derived.
+    name: derived
+    no_cli: true
+    type: bool
+    default: false
+    help: Derived by rules only.
+"""
+    pack = load_rules(rules_dir({"a.yaml": good}))
+    assert pack.options["derived"].no_cli and pack.options["derived"].flag == ""
+    bad = good.replace("    no_cli: true\n", "    no_cli: true\n    flag: --derived\n") + """
+  - id: conflict.x
+    kind: conflict
+    doc: A conflict.
+    when: b
+    message: No.
+    fixes:
+      - description: Change the derived field.
+        set: {derived: true}
+  - id: option.c
+    kind: option
+    doc: Aliased.
+    name: c
+    type: choice
+    choices: [p, q]
+    value_aliases: {old: p}
+    value_alias_note: "{flag} {value} means {nope}"
+    help: Option c.
+"""
+    text = "\n".join(str(p) for p in _problems(rules_dir({"a.yaml": bad})).problems)
+    assert "has no_cli: it takes no flag" in text
+    assert "a fix cannot change 'derived'" in text
+    assert "value_alias_note may only use" in text and "nope" in text

@@ -42,7 +42,7 @@ def test_help_shows_each_resolver_flag_once():
     run = _launch("--help")
     assert run.returncode == 0
     for opt in get_engine().pack.options.values():
-        if opt.env:  # environment variables are no flags of the launcher
+        if opt.env or opt.no_cli:  # environment variables and derived fields are no flags of the launcher
             continue
         # argparse's option lines (a flag may be a prefix of another: --speculative-adaptive(-config))
         declared = re.findall(rf"^  {re.escape(opt.flag)}(?![\w-])", run.stdout, re.MULTILINE)

@@ -7,6 +7,13 @@ import tempfile
 import textwrap
 
 import pytest
+from hypothesis import settings
+
+# the property and fuzz tests draw the same examples on every run, so a run's verdict never depends
+# on chance (a failure is found again by the next run); HYPOTHESIS_PROFILE=explore draws afresh
+settings.register_profile("fixed", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 # compiled rule packs are cached across processes: the tests (and the processes they start) use
 # a cache of their own, never the user's

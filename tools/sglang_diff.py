@@ -222,7 +222,14 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
     _draw_pd_hicache(rng, args, catalogue)
     request["args"] = {k: v for k, v in args.items() if v is not None}
     _draw_parallel(rng, request["args"], catalogue)
+    _draw_env_flags(rng, request["args"])
     return request
+
+
+def _draw_env_flags(rng: random.Random, args: dict[str, Any]) -> None:
+    """Flags whose effect is on the environment (rules/env.yaml): symmetric memory's preallocation."""
+    if rng.random() < 0.04:
+        args["enable_symm_mem"] = True
 
 
 #: MoE all-to-all backends an operator types on these platforms (not the Ascend ones, nor DeepEP v2, whose

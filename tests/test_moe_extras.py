@@ -117,3 +117,39 @@ def test_the_table_is_sglangs_answer():
     for n, (args, _rule, phrase) in enumerate(REFUSED):
         got = answers[f"r{n}"]
         assert got["status"] == "error" and phrase in got["message"], (args, got)
+
+
+# FlashInfer MegaMoE on one node sets NVSHMEM's variables (os.environ.setdefault, process-wide) unless a draft
+# has its own all-to-all backend (rules/env.yaml fact.env.megamoe-one-node); DeepSeek V3 on sm100, NVFP4 online
+DEEPSEEK = CATALOGUE["deepseek-ai/DeepSeek-V3"]
+_MEGAMOE = {"tp_size": 8, "attn_dp_size": 8, "enable_dp_lm_head": True, "moe_a2a_backend": "flashinfer_megamoe",
+            "quantization": "modelopt_fp4", "speculative_algorithm": "EAGLE"}
+NVSHMEM = {"NVSHMEM_REMOTE_TRANSPORT": "none", "NVSHMEM_IB_ENABLE_IBGDA": "0", "NVSHMEM_DISABLE_LOCAL_ONLY_PROXY": "1"}
+ENV = [
+    ({**_MEGAMOE, "speculative_moe_a2a_backend": "deepep"}, {}),
+    ({**_MEGAMOE, "speculative_moe_a2a_backend": "none"}, NVSHMEM),
+    (_MEGAMOE, NVSHMEM),
+]
+
+
+def _nvshmem(env: dict) -> dict:
+    return {k: v for k, v in (env or {}).items() if k.startswith("NVSHMEM_")}
+
+
+@pytest.mark.parametrize("args, expected", ENV)
+def test_a_draft_all_to_all_leaves_nvshmem_alone(args, expected):
+    res = resolve_request(get_engine(), platform="sm100", model=dict(DEEPSEEK), args=args, fixes=False)
+    assert not res.conflicts, [c.rule.id for c in res.conflicts]
+    assert _nvshmem(res.env) == expected
+
+
+def test_the_env_table_is_sglangs_answer():
+    python = oracle_python()
+    from tools.sglang_diff import ask_oracle
+
+    requests = [{"id": f"e{n}", "platform": "sm100", "model": DEEPSEEK, "args": a} for n, (a, _) in enumerate(ENV)]
+    answers = {rid: a["sglang"] for rid, a in ask_oracle(requests, python, ORACLE).items()}
+    for n, (args, expected) in enumerate(ENV):
+        got = answers[f"e{n}"]
+        assert got["status"] == "resolved", (args, got)
+        assert _nvshmem(got.get("env")) == expected, (args, got.get("env"))

@@ -274,8 +274,9 @@ _DRAFT_A2A = ("none", "deepep", "mooncake", "nixl", "flashinfer", "pplx")
 def _draw_moe_extras(rng: random.Random, args: dict[str, Any], request: dict[str, Any], catalogue) -> None:
     """EPLB and the expert distribution recorder, the replica dispatch, two-/single-batch overlap, elastic EP
     and the draft's own all-to-all backend (rules/moe_extras.yaml), on MoE checkpoints only, each in a few
-    launches; EPLB sometimes stretches EP over the TP group and overlap sometimes adds attention DP, so that
-    some of these launches resolve."""
+    launches (not the fields SGLang passes through untouched: redundant experts, rebalance chunking and
+    threshold, the TBO token threshold); EPLB sometimes stretches EP over the TP group and overlap sometimes
+    adds attention DP, so that some of these launches resolve."""
     config = request["model"]
     if not any(config.get(k) for k in _MOE_KEYS):
         return
@@ -287,18 +288,14 @@ def _draw_moe_extras(rng: random.Random, args: dict[str, Any], request: dict[str
         drawn = {
             "eplb_algorithm": _maybe(rng, 0.2, ("auto", "deepseek", "elasticity_aware")),
             "eplb_rebalance_num_iterations": _maybe(rng, 0.3, (10, 500)),
-            "eplb_rebalance_layers_per_chunk": _maybe(rng, 0.2, (1, 4)),
-            "eplb_min_rebalancing_utilization_threshold": _maybe(rng, 0.2, (0.5, 1.0)),
         }
         args.update({k: v for k, v in drawn.items() if v is not None})
-    tbo = rng.random() < 0.05
-    if tbo:
+    if rng.random() < 0.05:
         args["enable_two_batch_overlap"] = True
         if (tp > 1 and "attn_dp_size" not in args and "dp_size" not in args
                 and args.get("speculative_algorithm") is None and rng.random() < 0.5):
             args["attn_dp_size"] = tp
     drawn = {
-        "ep_num_redundant_experts": _maybe(rng, 0.03, (8, 16)),
         "init_expert_location": _maybe(rng, 0.02, ("trivial", "/tmp/expert_location.json")),
         "expert_distribution_recorder_mode": _maybe(
             rng, 0.03, _offered(catalogue, "expert_distribution_recorder_mode", ("stat", "stat_approx", "per_pass", "per_token"))),
@@ -307,7 +304,6 @@ def _draw_moe_extras(rng: random.Random, args: dict[str, Any], request: dict[str
             rng, 0.03, _offered(catalogue, "expert_balancedness_report_mode", ("off", "server_log", "prometheus", "both"))),
         "ep_dispatch_algorithm": _maybe(rng, 0.04, _offered(catalogue, "ep_dispatch_algorithm", ("static", "dynamic", "fake", "lp"))),
         "enable_single_batch_overlap": _maybe(rng, 0.04, (True,)),
-        "tbo_token_distribution_threshold": _maybe(rng, 0.3 if tbo else 0.01, (0.0, 0.3)),
         "elastic_ep_backend": _maybe(rng, 0.03, _offered(catalogue, "elastic_ep_backend", ("none", "mooncake", "nixl"))),
     }
     if args.get("speculative_algorithm") is not None:

@@ -67,6 +67,11 @@ REFUSED = [
      "conflict.elastic-ep.eplb-algorithm", "Elastic EP requires eplb_algorithm to be set to 'auto'"),
     ({"elastic_ep_backend": "nixl", "tp_size": 8, "pp_size": 2}, "conflict.elastic-ep.pp",
      "PP size should be set to 1 under elastic EP"),
+    # a DeepEP v2 draft is refused even without speculative decoding
+    ({"speculative_moe_a2a_backend": "deepep_v2"}, "conflict.spec.draft-a2a.deepep-v2",
+     "DeepEP v2 MoE is not validated as a speculative draft backend"),
+    ({"speculative_moe_a2a_backend": "deepep_v2", "speculative_algorithm": "NGRAM"},
+     "conflict.spec.draft-a2a.deepep-v2", "DeepEP v2 MoE is not validated as a speculative draft backend"),
 ]
 
 

@@ -267,8 +267,8 @@ def _draw_parallel(rng: random.Random, args: dict[str, Any], catalogue) -> None:
 
 #: config keys that mark a mixture-of-experts checkpoint (the EPLB / overlap draws only make sense there)
 _MOE_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_intermediate_size")
-#: draft all-to-all backends drawn (not DeepEP v2, whose draft SGLang refuses by a model registry not encoded)
-_DRAFT_A2A = ("none", "deepep", "mooncake", "nixl", "flashinfer", "pplx")
+#: draft all-to-all backends drawn (SGLang refuses a DeepEP v2 draft)
+_DRAFT_A2A = ("none", "deepep", "mooncake", "nixl", "flashinfer", "pplx", "deepep_v2")
 
 
 def _draw_moe_extras(rng: random.Random, args: dict[str, Any], request: dict[str, Any], catalogue) -> None:

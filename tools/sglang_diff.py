@@ -292,6 +292,9 @@ def _draw_moe_extras(rng: random.Random, args: dict[str, Any], request: dict[str
         args.update({k: v for k, v in drawn.items() if v is not None})
     if rng.random() < 0.05:
         args["enable_two_batch_overlap"] = True
+        # SGLang turns its default (breakable) prefill graph off under TBO, which changes the memory fraction;
+        # rules/cuda_graph.yaml does not encode that yet, so TBO comes with a typed prefill graph backend
+        args.setdefault("cuda_graph_backend_prefill", rng.choice(("disabled", "breakable")))
         if (tp > 1 and "attn_dp_size" not in args and "dp_size" not in args
                 and args.get("speculative_algorithm") is None and rng.random() < 0.5):
             args["attn_dp_size"] = tp

@@ -89,8 +89,8 @@ def _domain(pack: RulePack, name: str, current: Any, user_set: bool) -> list[Any
     else:
         consts = {c for a in atoms for c in (a.value if a.op in ("in", "notin") else (a.value,))
                   if isinstance(c, (int, float)) and not isinstance(c, bool)}
-        if opt.default is not None:
-            consts.add(opt.default)
+        if isinstance(opt.default, (int, float)) and not isinstance(opt.default, bool):
+            consts.add(opt.default)  # a text option's default (--eplb-algorithm auto) is no number to step from
         # a constant c in "x > c" is not itself a satisfying value: try its neighbours too
         values = sorted({v for c in consts for v in (c, c + 1, c - 1)
                          if opt.minimum is None or v >= opt.minimum}, key=float)

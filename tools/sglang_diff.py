@@ -222,6 +222,7 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
     _draw_pd_hicache(rng, args, catalogue)
     request["args"] = {k: v for k, v in args.items() if v is not None}
     _draw_parallel(rng, request["args"], catalogue)
+    _draw_moe_extras(rng, request["args"], request, catalogue)
     _draw_env_flags(rng, request["args"])
     return request
 
@@ -269,6 +270,52 @@ def _draw_parallel(rng: random.Random, args: dict[str, Any], catalogue) -> None:
     args.update({k: v for k, v in drawn.items() if v is not None})
     if "moe_runner_backend" not in args and rng.random() < 0.02:  # SGLang's alias of --moe-a2a-backend megamoe
         args["moe_runner_backend"] = "megamoe"
+
+
+#: config keys that mark a mixture-of-experts checkpoint (the EPLB / overlap draws only make sense there)
+_MOE_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_intermediate_size")
+#: draft all-to-all backends drawn (SGLang refuses a DeepEP v2 draft)
+_DRAFT_A2A = ("none", "deepep", "mooncake", "nixl", "flashinfer", "pplx", "deepep_v2")
+
+
+def _draw_moe_extras(rng: random.Random, args: dict[str, Any], request: dict[str, Any], catalogue) -> None:
+    """EPLB and the expert distribution recorder, the replica dispatch, two-/single-batch overlap, elastic EP
+    and the draft's own all-to-all backend (rules/moe_extras.yaml), on MoE checkpoints only, each in a few
+    launches (not the fields SGLang passes through untouched: redundant experts, rebalance chunking and
+    threshold, the TBO token threshold); EPLB sometimes stretches EP over the TP group and overlap sometimes
+    adds attention DP, so that some of these launches resolve."""
+    config = request["model"]
+    if not any(config.get(k) for k in _MOE_KEYS):
+        return
+    tp = args.get("tp_size", 1)
+    if rng.random() < 0.06:
+        args["enable_eplb"] = True
+        if tp > 1 and "ep_size" not in args and rng.random() < 0.6:
+            args["ep_size"] = tp
+        drawn = {
+            "eplb_algorithm": _maybe(rng, 0.2, ("auto", "deepseek", "elasticity_aware")),
+            "eplb_rebalance_num_iterations": _maybe(rng, 0.3, (10, 500)),
+        }
+        args.update({k: v for k, v in drawn.items() if v is not None})
+    if rng.random() < 0.05:
+        args["enable_two_batch_overlap"] = True
+        if (tp > 1 and "attn_dp_size" not in args and "dp_size" not in args
+                and args.get("speculative_algorithm") is None and rng.random() < 0.5):
+            args["attn_dp_size"] = tp
+    drawn = {
+        "init_expert_location": _maybe(rng, 0.02, ("trivial", "/tmp/expert_location.json")),
+        "expert_distribution_recorder_mode": _maybe(
+            rng, 0.03, _offered(catalogue, "expert_distribution_recorder_mode", ("stat", "stat_approx", "per_pass", "per_token"))),
+        "expert_distribution_recorder_buffer_size": _maybe(rng, 0.03, (-1, 100)),
+        "expert_balancedness_report_mode": _maybe(
+            rng, 0.03, _offered(catalogue, "expert_balancedness_report_mode", ("off", "server_log", "prometheus", "both"))),
+        "ep_dispatch_algorithm": _maybe(rng, 0.04, _offered(catalogue, "ep_dispatch_algorithm", ("static", "dynamic", "fake", "lp"))),
+        "enable_single_batch_overlap": _maybe(rng, 0.04, (True,)),
+        "elastic_ep_backend": _maybe(rng, 0.03, _offered(catalogue, "elastic_ep_backend", ("none", "mooncake", "nixl"))),
+    }
+    if args.get("speculative_algorithm") is not None:
+        drawn["speculative_moe_a2a_backend"] = _maybe(rng, 0.08, _offered(catalogue, "speculative_moe_a2a_backend", _DRAFT_A2A))
+    args.update({k: v for k, v in drawn.items() if v is not None})
 
 
 def _draw_memory(rng: random.Random, args: dict[str, Any], request: dict[str, Any], catalogue) -> None:

@@ -53,7 +53,10 @@ ADAPTER = KernelAdapter(name="slow-sm120", family="a probe that never answers", 
 @pytest.fixture
 def plugins(tmp_path, monkeypatch):
     """Install fake plugins: ``install({module: source}, "name = module:ATTR\\n...")`` writes the modules
-    and a distribution whose entry points (group resolver.kernels) name them, then reloads the adapters."""
+    and a distribution whose entry points (group resolver.kernels) name them, then reloads the adapters.
+    The adapters are loaded afresh first too: what a test compares against must not be a registry another
+    test left behind (with its probes' answers)."""
+    reload_registry()
     modules: list[str] = []
 
     def install(sources: dict[str, str], entry_points: str) -> None:

@@ -78,7 +78,7 @@ def _no_action(c) -> None:  # pragma: no cover - matches are taken from the nati
 
 def _quiet_host(mod):
     """A durable-rules Host with no dispatcher or timer threads (P1).  Every rule names an action (its
-    branch key) that is never run: :meth:`_DurableSession._fire` reads the matches itself."""
+    branch key) that is never run: :func:`_fire` reads the matches itself."""
 
     class QuietHost(mod.Host):
         def _run(self):  # Host.__init__ ends by starting the timer chains here
@@ -91,6 +91,8 @@ def _quiet_host(mod):
 
 
 class _UnreadableMatch(EngineError):
+    """A match the engine handed out that could not be read back; the session names its rule."""
+
     def __init__(self, key: str, error: Exception):
         super().__init__(f"a match of {key} could not be read: {error!r}")
         self.key, self.error = key, error
@@ -130,8 +132,8 @@ def _fact_key(fact: dict) -> tuple:
 
 
 #: one branch as seen from one of its facts: that fact's constant tests, and each other value fact it
-#: reads with the number of its tests in the part's test table (an adjustment's own ``adj`` fact changes
-#: from round to round: never among them)
+#: reads with the number of its tests in the matcher's table of tests (an adjustment's own ``adj`` fact
+#: changes from round to round: never among them)
 _Case = tuple[tuple[Atom, ...], tuple[tuple[str, int], ...]]
 
 

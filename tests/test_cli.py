@@ -258,3 +258,8 @@ def test_gpus_per_node_is_a_platform_fact(capsys):
     assert data["facts"]["platform.gpus_per_node"]["value"] == 4
     assert main(["--platform", "h100", "--model-arch", "LlamaForCausalLM", "--gpus-per-node", "0"]) == 2
     assert "--gpus-per-node expects" in capsys.readouterr().err
+
+
+def test_an_empty_rules_path_is_an_input_error_not_the_shipped_rules():
+    code, _, err = _cli(["--rules", "", "--platform", "h100", "--model-arch", "LlamaForCausalLM"])
+    assert code == 2 and "--rules: the path is empty" in err and "Traceback" not in err

@@ -11,19 +11,10 @@ import shutil
 import textwrap
 from typing import Any
 
-from .resolution import FactUse
+from .resolution import FactUse, show_value
 from .terminal import escape as _e
 
 __all__ = ["Style", "render_text", "show_value", "to_json_dict"]
-
-
-def show_value(value: Any) -> str:
-    """A value as explanations print it: null, true, false, or the value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 class Style:

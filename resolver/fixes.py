@@ -23,7 +23,7 @@ from typing import Any, Callable
 from .errors import AmbiguousDefaultError
 from .loader import kernel_option
 from .options import to_argv
-from .resolution import ConflictReport, Fix, Outcome, Request, conflict_report, format_value, run
+from .resolution import ConflictReport, Fix, Outcome, Request, conflict_report, run, show_value
 from .rules import Conflict, RulePack
 
 __all__ = ["attach_fixes", "platforms_that_resolve"]
@@ -155,7 +155,7 @@ def _strict_fixes(trial: _Trial, pack: RulePack, report: ConflictReport, flags) 
     """Under --strict: type the value the adjustment wanted, or omit the option."""
     name, (wanted,) = report.options[0], report.allowed
     fixes = []
-    for set_, unset, text in (({name: wanted}, (), f"Use {flags[name]} {format_value(wanted)}"),
+    for set_, unset, text in (({name: wanted}, (), f"Use {flags[name]} {show_value(wanted)}"),
                               ({}, (name,), f"Omit {flags[name]} and let the resolver pick")):
         if trial.confirm(set_, unset) is not None:
             fixes.append(Fix(text, set_, unset, to_argv(pack, set_)))
@@ -194,7 +194,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
     for name in report.options:
         if name in user:
             propose(1, {}, (name,), lambda out, n=name: (
-                f"Omit {flags[n]} and let the resolver pick (it picks {n}={format_value(out.values[n])})"))
+                f"Omit {flags[n]} and let the resolver pick (it picks {n}={show_value(out.values[n])})"))
     mine = tuple(n for n in report.options if n in user)
     if len(mine) > 1:
         # omitting everything the user typed here always works, but is shown only when nothing smaller does
@@ -202,7 +202,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
                 fallback=True)
     for value in allowed:
         if rule.option in user or value != outcome.values.get(rule.option):
-            propose(1, {rule.option: value}, (), lambda out, o=rule.option, v=value: f"Use {flags[o]} {format_value(v)}")
+            propose(1, {rule.option: value}, (), lambda out, o=rule.option, v=value: f"Use {flags[o]} {show_value(v)}")
     for hint in rule.hints:
         propose(len(hint.set) + len(hint.unset), dict(hint.set), tuple(hint.unset), lambda out, h=hint: h.description)
     for set_, unset in _search(trial, pack, rule, report, outcome):
@@ -300,10 +300,10 @@ def _describe_change(pack, flags, set_, unset, keep, user) -> str:
         elif v is None:
             parts.append(f"omit {flags[n]}")
         else:
-            parts.append(f"set {flags[n]} {format_value(v)}")
+            parts.append(f"set {flags[n]} {show_value(v)}")
     text = " and ".join(parts)
     if keep and keep in user:
-        return f"Keep {flags[keep]} {format_value(user[keep])}: {text}"
+        return f"Keep {flags[keep]} {show_value(user[keep])}: {text}"
     return text[0].upper() + text[1:]
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "Outcome",
     "Request",
     "format_value",
+    "show_value",
     "render_message",
     "run",
 ]
@@ -181,6 +182,15 @@ class Outcome:
 def format_value(v: Any) -> str:
     """How values appear inside messages (SGLang prints Python values)."""
     return "None" if v is None else str(v)
+
+
+def show_value(value: Any) -> str:
+    """A value as the resolver's own words print it (explanations, fixes): null, true, false, or the value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 class _Formatter(string.Formatter):

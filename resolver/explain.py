@@ -227,7 +227,10 @@ def _conflicts(res, style: Style) -> list[str]:
         out += style.wrap(_root_cause(res, c), "    root cause: ", "      ")
         out.append(f"    rule: {style(str(c.rule), 'rule')}")
         if c.allowed is not None:
-            out.append(_e(f"    allowed {c.options[0] if c.options else ''}: "
+            # the option the rule restricts (a --strict refusal: the option its adjustment changes), which is
+            # not always the first option involved (trtllm_mla's KV dtypes restrict kv_cache_dtype)
+            restricted = getattr(res.engine.pack.rule(c.rule.id), "option", None) or (c.options[0] if c.options else "")
+            out.append(_e(f"    allowed {restricted}: "
                           f"{', '.join(map(show_value, c.allowed)) or 'none on this platform'}"))
         if c.evidence:
             out += style.wrap(c.evidence, "    evidence: ", "      ")

@@ -22,6 +22,9 @@ CASES = {
     "seed-without-decode-explain.txt": ["--platform", "h100", *DSV32, "--kv-cache-dtype", "fp8_e4m3",
                                         "--enable-hisparse", "--disable-radix-cache", "--explain"],
     "b200-dsa-explain.txt": ["--platform", "b200", *DSV32, "--explain"],
+    # the "allowed" line names the option the rule restricts (kv_cache_dtype), not the first one involved
+    "deepseek-v3-b200-bfloat16-kv.txt": ["--platform", "b200", "--model-arch", "DeepseekV3ForCausalLM",
+                                         "--kv-cache-dtype", "bfloat16"],
     "mi300x-dsa-page-explain.txt": ["--platform", "mi300x", *DSV32, "--page-size", "64", "--explain"],
     "a100-dsa-explain-one-option.txt": ["--platform", "a100", *DSV32, "--explain", "dsa_decode_backend"],
     "rtx5090-glm-fp8.txt": ["--platform", "rtx5090", "--model-arch", "GlmMoeDsaForCausalLM", "--explain"],

@@ -13,6 +13,9 @@ from .intel_xpu import probe as _xpu_probe
 _ALL_BUT_SM100 = SM8X + SM90 + SM110 + SM12X
 _FP8 = ("fp8",)
 _MXFP4 = ("mxfp4",)
+# one probe per package, shared by the families it ships
+_FLASHINFER_PROBE = package_probe("flashinfer-python", "flashinfer")
+_SGL_KERNEL_PROBE = package_probe("sglang-kernel", "sgl_kernel")
 
 DEEP_GEMM = KernelAdapter(
     name="moe-deep-gemm",
@@ -42,7 +45,7 @@ FLASHINFER_TRTLLM = KernelAdapter(
         Claim("moe", ("flashinfer_trtllm", "flashinfer_trtllm_routed"), "unsupported", ROCM,
               "MK3: a CUDA module of FlashInfer (nvcc, compute capability 10.x)"),
     ),
-    probe=package_probe("flashinfer-python", "flashinfer"),
+    probe=_FLASHINFER_PROBE,
 )
 
 FLASHINFER_CUTLASS = KernelAdapter(
@@ -59,7 +62,7 @@ FLASHINFER_CUTLASS = KernelAdapter(
         Claim("moe", ("flashinfer_cutlass",), "unsupported", ROCM, "MK4: CUDA modules of FlashInfer (nvcc)"),
         # SM80/SM86 (no module), SM89 (a module without FP4) and FP4 on SM90: unknown
     ),
-    probe=package_probe("flashinfer-python", "flashinfer"),
+    probe=_FLASHINFER_PROBE,
 )
 
 FLASHINFER_MXFP4 = KernelAdapter(
@@ -77,7 +80,7 @@ FLASHINFER_MXFP4 = KernelAdapter(
               "MK5: SGLang's flashinfer_mxfp4 path needs CUDA SM90, SM100 or SM120; MK3, MK4: FlashInfer's MoE "
               "modules are CUDA builds", quantizations=_MXFP4),
     ),
-    probe=package_probe("flashinfer-python", "flashinfer"),
+    probe=_FLASHINFER_PROBE,
 )
 
 FLASHINFER_CUTEDSL = KernelAdapter(
@@ -94,7 +97,7 @@ FLASHINFER_CUTEDSL = KernelAdapter(
         Claim("moe", ("flashinfer_cutedsl",), "unsupported", ROCM, "MK6: CuTe-DSL kernels for NVIDIA SM100+ only"),
         # SM12x: the wrapper takes the SM100 branch for any major >= 10; whether it runs there is unknown
     ),
-    probe=package_probe("flashinfer-python", "flashinfer"),
+    probe=_FLASHINFER_PROBE,
 )
 
 SGL_CUTLASS = KernelAdapter(
@@ -112,7 +115,7 @@ SGL_CUTLASS = KernelAdapter(
         Claim("moe", ("cutlass",), "unsupported", SM8X + SM90 + SM110 + SM12X + ROCM,
               "MK7: SGLang asserts \"MXFP8 requires SM100\" in the CUTLASS MoE", quantizations=("mxfp8",)),
     ),
-    probe=package_probe("sglang-kernel", "sgl_kernel"),
+    probe=_SGL_KERNEL_PROBE,
 )
 
 MARLIN = KernelAdapter(
@@ -129,7 +132,7 @@ MARLIN = KernelAdapter(
               "MK8: SGLang raises \"MXFP4 Marlin requires SM90+.\" (SM90, SM100 or SM120) when the layer is "
               "prepared", quantizations=_MXFP4),
     ),
-    probe=package_probe("sglang-kernel", "sgl_kernel"),
+    probe=_SGL_KERNEL_PROBE,
 )
 
 TRITON = KernelAdapter(

@@ -17,8 +17,8 @@ from typing import Any
 from .adapters import registry as kernel_registry
 from .adapters.registry import WARNING_PLUGIN
 from .compiler import CompiledPack, compile_pack
-from .engine import DurableMatcher, ReferenceMatcher
 from .draft import GEMMA4_ASSISTANTS, draft_facts, find_draft
+from .engine import DurableMatcher, ReferenceMatcher
 from .errors import ConflictError, InputError
 from .fixes import attach_fixes, platforms_that_resolve
 from .installed import installed_facts
@@ -27,6 +27,7 @@ from .model import load_model_config, model_facts
 from .notices import Notice
 from .options import CONSUMED, coerce_args, split_unchecked
 from .platforms import Platform, find_platform
+from .provenance import Origin
 from .resolution import ConflictReport, Derivation, Outcome, Request, run
 from .rules import RulePack
 
@@ -162,18 +163,19 @@ class Resolution:
         return to_json_dict(self)
 
 
-def _platform(platform: str | Platform) -> tuple[Platform, str]:
+def _platform(platform: str | Platform) -> tuple[Platform, str, str]:
+    """The target, how it was known (given as an object, detected, named by a flag) and that in words."""
     if isinstance(platform, Platform):
-        return platform, "given"
+        return platform, "given", "given"
     if not isinstance(platform, str):
         raise InputError(f"platform must be a name, got {platform!r}")
     if platform.strip().lower() == "auto":
         from .detect import detect_platform
 
         detection = detect_platform()
-        return detection.platform, detection.how
+        return detection.platform, "detected", detection.how
     found = find_platform(platform)
-    return found, "--platform " + platform
+    return found, "flag", "--platform " + platform
 
 
 def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str, Any] | None = None,
@@ -188,7 +190,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     draft checkpoint's config.json; without it, ``--speculative-draft-model-path`` is looked up.
     ``gpu_memory_gb`` replaces the memory of the platform's card.  ``env`` holds the environment
     variables already set where SGLang starts."""
-    plat, source = _platform(platform)
+    plat, how, source = _platform(platform)
     if gpu_memory_gb is not None:
         plat = plat.with_memory(gpu_memory_gb)
         source = f"{source}, --gpu-memory-gb {gpu_memory_gb:g}"
@@ -197,15 +199,15 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
         source = f"{source}, --gpus-per-node {gpus_per_node}"
     # the local machine's packages count when resolving for the local GPU, or when asked
     kernels = kernel_registry()
-    probed: dict[str, tuple[bool, str]] = {}
-    if check_installed or source.startswith("detected"):
+    probed: dict[str, tuple[bool, Origin]] = {}
+    if check_installed or how == "detected":
         kernels = kernels.checking_installed()
         for adapter in kernels.adapters:
             probe = kernels.probed.get(adapter.name)
             if adapter.package and hasattr(probe, "installed"):
                 state = f"{adapter.package} {probe.version or ''}".strip()
-                probed[adapter.package.replace("-python", "")] = (
-                    probe.installed, f"probed on this machine: {state} {'found' if probe.installed else 'not found'}")
+                probed[adapter.package.replace("-python", "")] = (probe.installed, Origin(
+                    "installed", "probed", f"probed on this machine: {state} {'found' if probe.installed else 'not found'}"))
     if args is not None and not isinstance(args, dict):
         raise InputError(f"args must be a mapping of option names to values, got {type(args).__name__}")
     rule_args, unchecked, arg_notes = split_unchecked(engine.pack, dict(args or {}), flags)
@@ -222,7 +224,8 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
         draft = draft_facts(*find_draft(typed.get("speculative_draft_model_path")))
     request = Request(plat, platform_source or source, facts, typed, dict(flags or {}),
                       installed_facts(installed, probed), spelled, bool(strict), kernels, unchecked,
-                      require_known_kernels=bool(require_known_kernels), draft=draft, environment=environment)
+                      require_known_kernels=bool(require_known_kernels), draft=draft, environment=environment,
+                      platform_how=how)
     outcome = run(engine.compiled, engine.durable, request)
     conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
     # no change of options helps: say where the same launch would resolve
@@ -258,7 +261,7 @@ def _environment(pack, env: Any) -> tuple[dict[str, str], dict[str, str]]:
     return declared, other
 
 
-def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[str, tuple[Any, str]]:
+def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[str, tuple[Any, Origin]]:
     """Model facts from a config, else from SGLang's ``model_path`` as an operator names a model
     (a path, a Hugging Face id in the local cache, a catalogued id), else from an architecture
     alone (its representative catalogued config, when there is one)."""
@@ -273,7 +276,7 @@ def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[
     else:
         facts = model_facts(model, model_arch)
     if isinstance(model_path, str):  # SGLang copies it into other fields (an MTP draft is the target itself)
-        facts["model.path"] = (model_path, "--model-path")
+        facts["model.path"] = (model_path, Origin("flag", where="--model-path"))
     return facts
 
 

@@ -26,6 +26,7 @@ from .catalogue import catalogue
 from .errors import InputError, ResolverError
 from .explain import show_value
 from .options import to_argv
+from .wording import origin_text
 
 __all__ = ["CHECKS", "COMPARED", "Change", "Check", "CrossFix", "CrossNodeResult", "Mismatch", "Notice", "RoleSpec", "RoleValue",
            "check_roles", "render_text", "role_from_request"]
@@ -387,7 +388,7 @@ def _model_layout(spec: RoleSpec, res: Resolution) -> dict[str, tuple[Any, str]]
     facts = res.outcome.facts
     arch = facts.get("model.architecture")
     out: dict[str, tuple[Any, str]] = {"model.architecture": (arch.value if arch else None,
-                                                              arch.origin if arch else "no model given")}
+                                                              origin_text(arch.origin) if arch else "no model given")}
     config, what = _raw_config(spec)
     if config is None:
         out["model.num_hidden_layers"] = (None, f"{what}: no config, unknown")
@@ -398,7 +399,7 @@ def _model_layout(spec: RoleSpec, res: Resolution) -> dict[str, tuple[Any, str]]
     mla = facts.get("model.mla")
     if mla is not None and mla.value:
         layout = f"MLA kv_lora_rank={_config_field(config, 'kv_lora_rank')} qk_rope_head_dim={_config_field(config, 'qk_rope_head_dim')}"
-        out["model.kv_layout"] = (layout, f"{what} kv_lora_rank, qk_rope_head_dim (model.mla: {mla.origin})")
+        out["model.kv_layout"] = (layout, f"{what} kv_lora_rank, qk_rope_head_dim (model.mla: {origin_text(mla.origin)})")
     else:
         heads, kv_heads = _config_field(config, "num_attention_heads"), _config_field(config, "num_key_value_heads")
         head_dim, hidden = _config_field(config, "head_dim"), _config_field(config, "hidden_size")

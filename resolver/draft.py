@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import InputError
 from .numbers import engine_number
+from .provenance import Origin
 
 __all__ = ["DRAFT_FACTS", "GEMMA4_ASSISTANTS", "draft_facts", "find_draft"]
 
@@ -31,11 +32,11 @@ DRAFT_FACTS: dict[str, tuple[str, str]] = {
 GEMMA4_ASSISTANTS = ("Gemma4AssistantForCausalLM", "Gemma4UnifiedAssistantForCausalLM")
 
 
-def draft_facts(config: dict[str, Any] | None, origin: str) -> dict[str, tuple[Any, str]]:
+def draft_facts(config: dict[str, Any] | None, origin: str) -> dict[str, tuple[Any, Origin]]:
     """``{fact: (value, origin)}`` for every draft fact; ``origin`` says where the config came from
     (or, with no config, why there is none)."""
     if config is None:
-        return {name: (None, origin) for name in DRAFT_FACTS}
+        return {name: (None, Origin("draft", "absent", origin)) for name in DRAFT_FACTS}
     if not isinstance(config, dict):
         raise InputError(f"the draft config must be a JSON object, not {type(config).__name__}")
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
@@ -51,10 +52,10 @@ def draft_facts(config: dict[str, Any] | None, origin: str) -> dict[str, tuple[A
                    and set(layer_types) == {"sliding_attention"})
     causal = text.get("is_causal") is True
     model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
-    return {"draft.architecture": (arch, f"{origin}: architectures[0]"),
-            "draft.model_type": (model_type, f"{origin}: model_type"),
-            "draft.block_size": (block, f"{origin}: dflash_config.block_size or block_size"),
-            "draft.trtllm_mha_ok": (all_sliding or causal, f"{origin}: layer_types and is_causal")}
+    return {"draft.architecture": (arch, Origin("draft", where=origin, field="architectures[0]")),
+            "draft.model_type": (model_type, Origin("draft", where=origin, field="model_type")),
+            "draft.block_size": (block, Origin("draft", where=origin, field="dflash_config.block_size or block_size")),
+            "draft.trtllm_mha_ok": (all_sliding or causal, Origin("draft", where=origin, field="layer_types and is_causal"))}
 
 
 def find_draft(path: Any) -> tuple[dict[str, Any] | None, str]:

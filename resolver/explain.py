@@ -11,8 +11,10 @@ import shutil
 import textwrap
 from typing import Any
 
+from .provenance import fact_name, kernel_fact, kernel_why_fact
 from .resolution import FactUse, show_value
 from .terminal import escape as _e
+from .wording import origin_text
 
 __all__ = ["Style", "render_text", "show_value", "to_json_dict"]
 
@@ -57,7 +59,7 @@ PLAIN = Style()
 
 
 def _origin(f: FactUse) -> str:
-    return f"{f.source}: {f.origin}"
+    return f"{f.source}: {origin_text(f.origin)}"
 
 
 class _Tree:
@@ -98,7 +100,8 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
     req = res.request
     model = req.model.get("model.architecture", (None, ""))[0]
     lines.append(_e(f"platform: {req.platform.name} ({req.platform_source})"))
-    source = req.model.get("model.from_arch_only", (None, ""))[1]
+    given = req.model.get("model.from_arch_only")
+    source = given[1].where if given else ""
     lines += style.wrap(f"model:    {model or '(none given)'}" + (f" (from {source})" if model and source else ""), "", "          ")
     if res.conflicts:
         lines.append("")
@@ -175,9 +178,9 @@ def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
     if d.facts:
         out.append("    because:")
         out += tree.lines(d.facts, "      ", name)
-    kernel = res.outcome.facts.get(f"kernel.{name}")
+    kernel = res.outcome.facts.get(kernel_fact(name))
     if kernel is not None and d.value is not None:
-        why = res.outcome.facts[f"kernel.{name}_why"].value
+        why = res.outcome.facts[kernel_why_fact(name)].value
         out += style.wrap(f"kernel on {res.request.platform.name}: {kernel.value} ({why})", "    ", "      ")
     for a in d.adjustments:
         kind = "normalised" if a.normalize else "adjusted"
@@ -196,7 +199,8 @@ def _root_cause(res, c) -> str:
     options = res.engine.pack.options
     typed, seen = [], set()
     for f in c.facts:  # user.X and typed.X are what was typed for option X
-        name = f.name.split(".", 1)[1] if f.name.startswith(("user.", "typed.")) else f.name
+        parts = fact_name(f.name)
+        name = parts.option if parts.typed_by_user and parts.option else f.name
         if f.source == "user" and name in options and name not in seen:
             seen.add(name)
             typed.append(FactUse(name, res.request.args.get(name, f.value), f.source, f.origin))
@@ -207,7 +211,7 @@ def _root_cause(res, c) -> str:
             return spelled if f.value is True else f"{spelled} {show_value(f.value)}"
 
         return "you set " + ", ".join(map(flag, typed))
-    kernel = [f for f in c.facts if f.source == "kernel" and not f.name.endswith("_why")]
+    kernel = [f for f in c.facts if fact_name(f.name).is_kernel_verdict]
     if kernel:
         return "the kernels available on " + res.request.platform.name + " (" + ", ".join(
             f"{f.name} = {show_value(f.value)}" for f in kernel) + ")"
@@ -271,8 +275,8 @@ def to_json_dict(res) -> dict[str, Any]:
 
     req = res.request
     model = {f.name.split(".", 1)[1]: f.value for n, f in res.outcome.facts.items() if n.startswith("model.")}
-    model["origins"] = {f.name: f.origin for n, f in res.outcome.facts.items() if n.startswith("model.")}
-    source = "detected" if req.platform_source.startswith("detected") else "flag"
+    model["origins"] = {f.name: origin_text(f.origin) for n, f in res.outcome.facts.items() if n.startswith("model.")}
+    source = "detected" if req.platform_how == "detected" else "flag"
     platform = {"name": req.platform.name, "source": source, "given_as": req.platform_source,
                 "vendor": req.platform.vendor, "capability": req.platform.capability}
     return {

@@ -21,8 +21,8 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from .errors import AmbiguousDefaultError
-from .loader import kernel_option
 from .options import to_argv
+from .provenance import fact_name
 from .resolution import ConflictReport, Fix, Outcome, Request, conflict_report, run, show_value
 from .rules import Conflict, RulePack
 
@@ -317,9 +317,8 @@ def options_behind(pack: RulePack, names) -> set[str]:
         if name in seen:
             continue
         seen.add(name)
-        if name.startswith(("user.", "typed.")):
-            name = name.split(".", 1)[1]
-        base = kernel_option(name) or name
+        parts = fact_name(name)
+        base = parts.option or name
         if base in pack.options:
             if not pack.options[base].no_cli:  # a field with no flag is no change a user can make
                 out.add(base)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
+from .provenance import Origin
 
 __all__ = ["INSTALLED_FACTS", "PACKAGES", "Package", "absent_packages", "canonical_package", "installed_facts"]
 
@@ -100,8 +101,8 @@ def _fact_of(package: str) -> str:
     return known or "installed." + re.sub(r"[^0-9a-z]+", "_", package)
 
 
-def installed_facts(installed: dict[str, Any] | None, probed: dict[str, tuple[bool, str]] | None = None
-                    ) -> dict[str, tuple[bool, str]]:
+def installed_facts(installed: dict[str, Any] | None, probed: dict[str, tuple[bool, Origin]] | None = None
+                    ) -> dict[str, tuple[bool, Origin]]:
     """``{fact: (value, origin)}`` for every known package: what the request says, else what was
     probed on this machine (``--platform auto`` / ``--check-installed``), else the assumption.
     ``installed`` and ``probed`` may use any accepted spelling; an unknown name is an InputError."""
@@ -109,7 +110,7 @@ def installed_facts(installed: dict[str, Any] | None, probed: dict[str, tuple[bo
     if not isinstance(installed, dict):
         raise InputError("'installed' must map package names to true or false")
     spellings = _spellings()
-    given: dict[str, tuple[bool, str]] = {}
+    given: dict[str, tuple[bool, Origin]] = {}
     for name, value in installed.items():
         package = spellings.get(_norm(name)) if isinstance(name, str) else None
         if package is None:
@@ -119,7 +120,7 @@ def installed_facts(installed: dict[str, Any] | None, probed: dict[str, tuple[bo
         if package in given and given[package][0] != value:
             raise InputError(f"installed: '{name}' and another spelling of {package} disagree")
         # the origin is also the reason a verdict gives for an absent package: it says what the user typed
-        given[package] = (value, f"--installed {name}={'yes' if value else 'no'}")
+        given[package] = (value, Origin("installed", "given", f"--installed {name}={'yes' if value else 'no'}"))
     found = {spellings[_norm(k)]: v for k, v in (probed or {}).items() if _norm(k) in spellings}
     out = {}
     for package in sorted(set(spellings.values())):
@@ -130,15 +131,15 @@ def installed_facts(installed: dict[str, Any] | None, probed: dict[str, tuple[bo
             out[fact] = found[package]
         else:
             short = next((p.fact.split(".", 1)[1] for p in PACKAGES if p.name == package), package)
-            out[fact] = (True, f"assumed for a named target ({short} present)")
+            out[fact] = (True, Origin("installed", "assumed", f"assumed for a named target ({short} present)"))
     return out
 
 
-def absent_packages(installed: dict[str, tuple[bool, str]]) -> dict[str, str]:
+def absent_packages(installed: dict[str, tuple[bool, Origin]]) -> dict[str, str]:
     """canonical package -> why it is absent (its fact's origin), for the packages ``installed`` (facts
     as :func:`installed_facts` gives them) says are not on the target."""
     by_fact = {_fact_of(p): p for p in set(_spellings().values())}
-    return {by_fact[f]: origin for f, (value, origin) in installed.items() if value is False and f in by_fact}
+    return {by_fact[f]: origin.where for f, (value, origin) in installed.items() if value is False and f in by_fact}
 
 
 def _hint(name: str, spellings: dict[str, str]) -> str:

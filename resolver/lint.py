@@ -21,9 +21,9 @@ from typing import Any
 
 from .conditions import Atom, parse_condition
 from .errors import InputError, RuleFileErrors, RuleFileProblem
-from .loader import kernel_option
 from .options import to_argv
 from .platforms import ALL_PLATFORMS, PLATFORM_FACTS, VARIABLE_PLATFORM_FACTS
+from .provenance import fact_name
 from .rules import Default, RulePack
 
 __all__ = ["Finding", "static_findings", "problem_findings", "CHECKS"]
@@ -97,10 +97,11 @@ def problem_findings(errors: RuleFileErrors) -> list[Finding]:
 
 def _domain(pack: RulePack, name: str) -> list[Any] | None:
     """Every value ``name`` can take, when that is a small known set; None when open."""
-    if name.startswith(("user.", "typed.")):
-        opt = pack.options.get(name.split(".", 1)[1])
+    parts = fact_name(name)
+    if parts.typed_by_user and parts.option is not None:
+        opt = pack.options.get(parts.option)
         if opt is not None and opt.type == "choice":
-            spelled = list(opt.value_aliases) if name.startswith("typed.") else []
+            spelled = list(opt.value_aliases) if parts.family == "typed" else []
             return [*opt.choices, *spelled, None]
         return [True, False, None] if opt is not None and opt.type == "bool" else None
     if name in pack.options:
@@ -110,7 +111,7 @@ def _domain(pack: RulePack, name: str) -> list[Any] | None:
         return [True, False, None] if opt.type == "bool" else None
     if name in pack.facts:
         return [True, False]
-    if kernel_option(name) and not name.endswith("_why"):
+    if parts.is_kernel_verdict:
         return list(_KERNEL_STATUSES)
     return None
 

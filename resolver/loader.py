@@ -17,12 +17,13 @@ from typing import Any
 import yaml
 
 from .conditions import Atom, Condition, ConditionError, parse_condition
-from .expressions import Expression, parse_expression
-from .errors import RuleFileErrors, RuleFileProblem
 from .draft import DRAFT_FACTS
+from .errors import RuleFileErrors, RuleFileProblem
+from .expressions import Expression, parse_expression
 from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .platforms import PLATFORM_FACTS
+from .provenance import fact_name, kernel_fact, kernel_why_fact
 from .rules import KERNEL_CONTEXT, ROLE_CONTEXT, Adjust, Compute, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
 from .safe_io import MAX_RULE_FILE_BYTES, UnreadableFile, checked_path, file_problem, read_text
 
@@ -367,15 +368,13 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
 
 def _kernel_facts(options: dict[str, Option]) -> set[str]:
     """kernel.<option> (supported/unsupported/unknown/none) and kernel.<option>_why, per kernel option."""
-    return {f"kernel.{o}{suffix}" for o, opt in options.items() if opt.kernel_role for suffix in ("", "_why")}
+    return {f(o) for o, opt in options.items() if opt.kernel_role for f in (kernel_fact, kernel_why_fact)}
 
 
 def kernel_option(name: str) -> str | None:
     """The option a ``kernel.*`` fact describes (it is decided with that option)."""
-    if not name.startswith("kernel."):
-        return None
-    base = name[len("kernel."):]
-    return base[: -len("_why")] if base.endswith("_why") else base
+    parts = fact_name(name)
+    return parts.option if parts.family in ("kernel", "kernel_why") else None
 
 
 def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:

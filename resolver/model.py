@@ -11,6 +11,7 @@ from typing import Any
 
 from .errors import InputError
 from .numbers import engine_number
+from .provenance import Origin
 from .safe_io import UnreadableFile, checked_path, parse_json, read_text
 
 __all__ = ["MODEL_FACTS", "load_model_config", "model_facts"]
@@ -112,18 +113,18 @@ def _field(config: dict[str, Any], fieldname: str) -> tuple[Any, str] | None:
 
 
 def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
-                source: str = "config.json") -> dict[str, tuple[Any, str]]:
+                source: str = "config.json") -> dict[str, tuple[Any, Origin]]:
     """Model facts with their origins: ``{name: (value, origin)}``; ``source`` names the config in
     origins (a file is "config.json"; a catalogue entry says which model it is)."""
     if config is not None and arch is not None:
         raise InputError("give either a model config or a model architecture, not both")
-    facts: dict[str, tuple[Any, str]] = {}
+    facts: dict[str, tuple[Any, Origin]] = {}
     if arch is not None:
         if not isinstance(arch, str) or not arch.strip():
             raise InputError("--model-arch needs a non-empty architecture name")
-        facts["model.architecture"] = (arch.strip(), "--model-arch")
-        facts["model.from_arch_only"] = (True, "--model-arch")
-        facts["model.learnable_sink"] = (False, "--model-arch (no config: no sinks)")
+        facts["model.architecture"] = (arch.strip(), Origin("flag", where="--model-arch"))
+        facts["model.from_arch_only"] = (True, Origin("flag", where="--model-arch"))
+        facts["model.learnable_sink"] = (False, Origin("model", "absent", "--model-arch", "sinks"))
         return facts
     if config is None:
         return facts
@@ -133,8 +134,8 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
     if archs is not None:
         if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
             raise InputError("model config: 'architectures' must be a non-empty list of names")
-        facts["model.architecture"] = (archs[0], f"{source} architectures[0]")
-    facts["model.from_arch_only"] = (False, source)
+        facts["model.architecture"] = (archs[0], _at(source, "architectures[0]"))
+    facts["model.from_arch_only"] = (False, Origin("model", where=source))
     for name, (fieldname, _) in MODEL_FACTS.items():
         found = _field(config, fieldname)
         if name in _COMPUTED or found is None:
@@ -146,27 +147,27 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
             raise InputError(f"model config: '{fieldname}' must be a scalar, got {type(value).__name__}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = engine_number(value, f"model config: '{fieldname}'")
-        facts[name] = (value, f"{source} {where}")
+        facts[name] = (value, _at(source, where))
     for name in _BOOL_FIELDS:
-        value, origin = facts.get(name, (False, f"{source} (no {MODEL_FACTS[name][0]})"))
+        value, origin = facts.get(name, (False, Origin("model", "absent", source, MODEL_FACTS[name][0])))
         facts[name] = (bool(value), origin)
     for fieldname in ("num_experts", "num_local_experts", "n_routed_experts"):
         found = _field(config, fieldname)
         if found is not None and isinstance(found[0], int) and not isinstance(found[0], bool):
-            facts["model.num_experts"] = (engine_number(found[0], f"model config: '{fieldname}'"), f"{source} {found[1]}")
+            facts["model.num_experts"] = (engine_number(found[0], f"model config: '{fieldname}'"), _at(source, found[1]))
             break
     found = _field(config, "layer_types")
     if found is not None:
         layers, where = found
         if not isinstance(layers, list):
             layers = []
-        facts["model.has_mamba_layers"] = ("mamba" in layers, f"{source} {where}")
-        facts["model.has_sliding_layers"] = ("sliding_attention" in layers, f"{source} {where}")
+        facts["model.has_mamba_layers"] = ("mamba" in layers, _at(source, where))
+        facts["model.has_sliding_layers"] = ("sliding_attention" in layers, _at(source, where))
     facts.update(_quantization_facts(config, source))
     facts["model.context_len"] = _context_len(config, source)
     head, v_head = ((_field(config, f) or (None,))[0] for f in ("head_dim", "v_head_dim"))
     facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,
-                                    f"{source} head_dim vs v_head_dim")
+                                    _at(source, "head_dim vs v_head_dim"))
     return facts
 
 
@@ -174,7 +175,12 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
 _CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
 
 
-def _context_len(config: dict[str, Any], source: str) -> tuple[Any, str]:
+def _at(source: str, field: str) -> Origin:
+    """A fact read from ``field`` of the config ``source`` names."""
+    return Origin("model", where=source, field=field)
+
+
+def _context_len(config: dict[str, Any], source: str) -> tuple[Any, Origin]:
     """SGLang's get_context_length: the first context field times the RoPE scaling factor (1 for llama3
     scaling or when the original length is given), 2048 when no field says."""
     scaling = (_field(config, "rope_scaling") or (None,))[0]
@@ -189,9 +195,9 @@ def _context_len(config: dict[str, Any], source: str) -> tuple[Any, str]:
             value, where = found
             if not isinstance(value, (int, float)) or isinstance(value, bool) \
                     or not isinstance(factor, (int, float)) or isinstance(factor, bool):
-                return None, f"{source} {where} (not a number)"
-            return engine_number(int(factor * value), f"model config: '{key}'"), f"{source} {where}"
-    return 2048, f"{source} (no context length field: SGLang's 2048)"
+                return None, _at(source, f"{where} (not a number)")
+            return engine_number(int(factor * value), f"model config: '{key}'"), _at(source, where)
+    return 2048, Origin("model", "absent", source, "context length field (SGLang's 2048)")
 
 
 def _text(value: Any) -> str | None:
@@ -213,7 +219,7 @@ def _modelopt_method(inner: dict[str, Any]) -> str | None:
     return {"FP8": "modelopt_fp8", "MXFP8": "mxfp8"}.get(algo or "")
 
 
-def _quantization_facts(config: dict[str, Any], source: str) -> dict[str, tuple[Any, str]]:
+def _quantization_facts(config: dict[str, Any], source: str) -> dict[str, tuple[Any, Origin]]:
     """The facts of ``quantization_config`` SGLang's MoE overrides read.  A shape they do not read
     (not an object, a list where a name is expected) leaves the fact unknown rather than refusing
     the config: only those overrides would read it."""
@@ -221,7 +227,7 @@ def _quantization_facts(config: dict[str, Any], source: str) -> dict[str, tuple[
     if found is None or not isinstance(found[0], dict):
         return {}
     qc, where = found
-    facts: dict[str, tuple[Any, str]] = {}
+    facts: dict[str, tuple[Any, Origin]] = {}
     # ModelOpt's hf_quant_config layout nests the fields under "quantization" (unwrap_modelopt_quantization_config)
     inner = qc.get("quantization", qc)
     inner = inner.get("quantization", inner) if isinstance(inner, dict) else {}
@@ -231,29 +237,29 @@ def _quantization_facts(config: dict[str, Any], source: str) -> dict[str, tuple[
         # SGLang names a ModelOpt checkpoint by its algorithm, in the config the overrides then read
         named = _modelopt_method(inner)
         if named is not None:
-            facts["model.quant_method"] = (named, f"{source} {where}.quant_algo {inner.get('quant_algo')} "
-                                                  f"(a ModelOpt checkpoint: SGLang names it {named})")
+            facts["model.quant_method"] = (named, _at(source, f"{where}.quant_algo {inner.get('quant_algo')} "
+                                                  f"(a ModelOpt checkpoint: SGLang names it {named})"))
     if "model.quant_method" not in facts and _text(method) is not None:
-        facts["model.quant_method"] = (method, f"{source} {where}.quant_method")
+        facts["model.quant_method"] = (method, _at(source, f"{where}.quant_method"))
     if _text(inner.get("quant_algo")) is not None:
-        facts["model.quant_algo"] = (inner["quant_algo"], f"{source} {where}.quant_algo")
+        facts["model.quant_algo"] = (inner["quant_algo"], _at(source, f"{where}.quant_algo"))
     if _text(qc.get("routed_experts_quant_method")) is not None:
         facts["model.routed_experts_quant_method"] = (qc["routed_experts_quant_method"],
-                                                      f"{source} {where}.routed_experts_quant_method")
+                                                      _at(source, f"{where}.routed_experts_quant_method"))
     facts["model.nvfp4_moe_meta"] = (
         str(qc.get("quant_algo", "")).upper() == "MIXED_PRECISION" and str(qc.get("moe_quant_algo", "")).upper() == "NVFP4"
-        and qc.get("group_size") is not None, f"{source} {where}.quant_algo, moe_quant_algo, group_size")
+        and qc.get("group_size") is not None, _at(source, f"{where}.quant_algo, moe_quant_algo, group_size"))
     layers = qc.get("quantized_layers")
     facts["model.moe_w4a16_nvfp4"] = (
         isinstance(layers, dict) and any(".experts" in name and isinstance(info, dict)
                                          and str(info.get("quant_algo", "")).upper() == "W4A16_NVFP4"
                                          for name, info in layers.items()),
-        f"{source} {where}.quantized_layers")
+        _at(source, f"{where}.quantized_layers"))
     groups = qc.get("config_groups")
     group0 = groups.get("group_0") if isinstance(groups, dict) else None
     weights = group0.get("weights") if isinstance(group0, dict) else None
     weights = weights if isinstance(weights, dict) else {}
     facts["model.int4_group32"] = (
         weights.get("num_bits") == 4 and weights.get("group_size") == 32 and weights.get("strategy") == "group"
-        and weights.get("type") == "int", f"{source} {where}.config_groups.group_0.weights")
+        and weights.get("type") == "int", _at(source, f"{where}.config_groups.group_0.weights"))
     return facts

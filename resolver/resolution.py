@@ -34,7 +34,18 @@ from .loader import REQUIRE_KNOWN_KERNELS, kernel_option
 from .model import MODEL_FACTS
 from .notices import Notice
 from .platforms import Platform
-from .rules import KERNEL_CONTEXT, ROLE_CONTEXT, Adjust, Compute, Conflict, Default, Fact, RuleRef
+from .provenance import Origin, kernel_fact, kernel_why_fact, typed_fact, user_fact
+from .rules import (
+    KERNEL_CONTEXT,
+    ROLE_CONTEXT,
+    Adjust,
+    Compute,
+    Conflict,
+    Default,
+    Fact,
+    RuleRef,
+)
+from .wording import origin_text
 
 __all__ = [
     "Adjustment",
@@ -57,19 +68,20 @@ class Request:
     """What one resolution starts from: typed, validated input."""
 
     platform: Platform
-    platform_source: str  # e.g. "--platform h100"
-    model: dict[str, tuple[Any, str]]  # model fact -> (value, origin)
+    platform_source: str  # how the target was named, in words: "--platform h100"
+    model: dict[str, tuple[Any, Origin]]  # model fact -> (value, origin)
     args: dict[str, Any]  # option -> the user's value (already normalised for aliases)
     flags: dict[str, str] = field(default_factory=dict)  # option -> the flag the user typed
-    installed: dict[str, tuple[bool, str]] = field(default_factory=dict)  # installed.<pkg> -> (value, origin)
+    installed: dict[str, tuple[bool, Origin]] = field(default_factory=dict)  # installed.<pkg> -> (value, origin)
     spelled: dict[str, Any] = field(default_factory=dict)  # option -> deprecated spelling the user typed
     strict: bool = False  # an adjustment of a typed value is a conflict, not a warning
     kernels: Any = None  # the kernel adapters' registry (what runs where); None: every kernel is unknown
     unchecked: dict[str, Any] = field(default_factory=dict)  # SGLang fields no rule reads, carried through
     require_known_kernels: bool = False  # an unknown kernel verdict on a chosen backend is a conflict (rules/kernels.yaml)
-    draft: dict[str, tuple[Any, str]] = field(default_factory=dict)  # draft fact -> (value, origin): resolver/draft.py
+    draft: dict[str, tuple[Any, Origin]] = field(default_factory=dict)  # draft fact -> (value, origin): resolver/draft.py
     #: environment variables the request sets that no rule declares: carried through, not checked
     environment: dict[str, str] = field(default_factory=dict)
+    platform_how: str = "flag"  # how the target was known: flag, detected, or given (a Platform object)
 
     @cached_property
     def absent(self) -> dict[str, str]:
@@ -84,11 +96,11 @@ class FactUse:
 
     name: str
     value: Any
-    source: str  # user | default | adjustment | fallback | derived | model | platform
-    origin: str
+    source: str  # user | default | adjustment | fallback | derived | computed | model | platform | kernel | installed | input
+    origin: Origin
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "source": self.source, "origin": self.origin}
+        return {"name": self.name, "value": self.value, "source": self.source, "origin": origin_text(self.origin)}
 
 
 @dataclass(frozen=True)
@@ -96,8 +108,9 @@ class Candidate:
     rule: RuleRef
     value: Any
     priority: int
-    outcome: str  # chosen | shadowed | overridden-by-user
+    outcome: str  # chosen | shadowed | overridden-by-user | skipped
     why: str
+    kernel_why: str | None = None  # skipped: the kernel adapters' evidence that it cannot run here
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule.to_dict(), "value": self.value, "priority": self.priority, "outcome": self.outcome,
@@ -253,16 +266,17 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
     with matcher.session() as session:
         inputs = []
         for name, value in sorted(request.platform.facts().items()):
-            facts[name] = FactUse(name, value, "platform", f"platform {request.platform.name} ({request.platform_source})")
+            facts[name] = FactUse(name, value, "platform", Origin("platform", request.platform_how,
+                                                                  f"{request.platform.name} ({request.platform_source})"))
             inputs.append(fact(name, value))
+        # the config the model facts came from: an absent fact names it (or --model-arch, when there is none)
+        config = request.model.get("model.from_arch_only", (None, Origin("model", where="config.json")))[1].where
         for name in sorted(MODEL_FACTS):  # declared model facts; an absent one is asserted as null
-            field_ = MODEL_FACTS[name][0]
-            absent = f"no {field_} given" if field_.startswith("--") else f"config.json has no {field_}"
-            value, origin = request.model.get(name, (None, absent))
+            value, origin = request.model.get(name, (None, Origin("model", "absent", config, MODEL_FACTS[name][0])))
             facts[name] = FactUse(name, value, "model", origin)
             inputs.append(fact(name, value))
         for name in sorted(DRAFT_FACTS):  # the draft checkpoint's config, when there is one
-            value, origin = request.draft.get(name, (None, "no draft config"))
+            value, origin = request.draft.get(name, (None, Origin("draft", "absent", "no draft config")))
             facts[name] = FactUse(name, value, "model", origin)
             if name in compiled.reads:
                 inputs.append(fact(name, value))
@@ -271,8 +285,8 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
             if name in compiled.reads:  # one fact per known package: the engine gets those a rule reads
                 inputs.append(fact(name, value))
         gate = request.require_known_kernels
-        facts[REQUIRE_KNOWN_KERNELS] = FactUse(REQUIRE_KNOWN_KERNELS, gate, "request",
-                                               "asked (--require-known-kernels)" if gate else "not asked")
+        facts[REQUIRE_KNOWN_KERNELS] = FactUse(REQUIRE_KNOWN_KERNELS, gate, "request", Origin(
+            "request", where="asked (--require-known-kernels)" if gate else "not asked"))
         if REQUIRE_KNOWN_KERNELS in compiled.reads:
             inputs.append(fact(REQUIRE_KNOWN_KERNELS, gate))
         # what the user typed, before any rule: SGLang reads some raw fields (page_size when it
@@ -286,11 +300,11 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         inputs += [f for option, f in untyped_inputs if option not in typed_set]
         for name in typed_options:
             value = request.args.get(name)
-            origin = _origin_typed(name, request) if value is not None else "not typed by the user"
-            for prefix, typed in (("user", value), ("typed", request.spelled.get(name, value))):
-                facts[f"{prefix}.{name}"] = FactUse(f"{prefix}.{name}", typed, "user" if typed is not None else "input", origin)
-                if f"{prefix}.{name}" in compiled.reads:
-                    inputs.append(fact(f"{prefix}.{name}", typed))
+            origin = _origin_typed(name, request) if value is not None else NOT_TYPED
+            for fname, typed in ((user_fact(name), value), (typed_fact(name), request.spelled.get(name, value))):
+                facts[fname] = FactUse(fname, typed, "user" if typed is not None else "input", origin)
+                if fname in compiled.reads:
+                    inputs.append(fact(fname, typed))
         record(session.assert_facts(order(inputs)))
         values.update({n: f.value for n, f in facts.items()})
 
@@ -317,9 +331,9 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
                 role = pack.options[name].kernel_role if name in pack.options else None
                 if role:  # what the kernel adapters report about the chosen backend, as facts the rules read
                     status, why, adapter = _kernel_status(d, role, request, facts)
-                    # the origin names the adapter behind the verdict (resolver.verdicts reads it back)
-                    origin = f"kernel adapter {adapter}" if adapter else "kernel adapters"
-                    for fname, fvalue in ((f"kernel.{name}", status), (f"kernel.{name}_why", why)):
+                    # the origin names the adapter behind the verdict (resolver.verdicts reads it)
+                    origin = Origin("kernel", adapter=adapter)
+                    for fname, fvalue in ((kernel_fact(name), status), (kernel_why_fact(name), why)):
                         facts[fname] = FactUse(fname, fvalue, "kernel", origin)
                         values[fname] = fvalue
                         if fname in compiled.reads:
@@ -347,6 +361,9 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
     return Outcome(option_values, facts, derivations, tuple(conflicts), tuple(warnings), tuple(sorted(firings)))
 
 
+NOT_TYPED = Origin("not-typed")
+
+
 def _untyped(compiled: CompiledPack) -> tuple[dict[str, FactUse], list[tuple[str, dict]]]:
     """``user.<option>`` and ``typed.<option>`` of every option as when it is not typed, and the engine facts
     of those a rule reads, each with its option: the same in every resolution, so worked out once per pack."""
@@ -354,8 +371,8 @@ def _untyped(compiled: CompiledPack) -> tuple[dict[str, FactUse], list[tuple[str
     if known is None:
         facts, inputs = {}, []
         for option in sorted(compiled.pack.options):
-            for name in (f"user.{option}", f"typed.{option}"):
-                facts[name] = FactUse(name, None, "input", "not typed by the user")
+            for name in (user_fact(option), typed_fact(option)):
+                facts[name] = FactUse(name, None, "input", NOT_TYPED)
                 if name in compiled.reads:
                     inputs.append((option, {"id": f"v:{name}", "t": "val", "o": name}))
         known = compiled.memo["resolution.untyped"] = (facts, inputs)
@@ -403,7 +420,7 @@ def _kernel_status(d: Derivation, role: str, request: Request, facts) -> tuple[s
         reasons: dict[Any, str] = {}
         for c in d.candidates:
             if c.outcome == "skipped":
-                reasons.setdefault(c.value, c.why.split(": ", 1)[-1])
+                reasons.setdefault(c.value, c.kernel_why or "")
         return "none", "; ".join(f"{value} - {why}" for value, why in reasons.items()), None
     if request.kernels is None:
         return "unknown", "no kernel adapters consulted", None
@@ -461,7 +478,7 @@ def _decide_option(name, compiled, firings, fired: list[str], facts, request: Re
             verdict = _verdict(request, option.kernel_role, proposed(r), facts)
             if verdict.status == "unsupported":
                 skipped.append(Candidate(r.ref, proposed(r), r.priority, "skipped",
-                                         f"its kernel cannot run on {request.platform.name}: {verdict.why}"))
+                                         f"its kernel cannot run on {request.platform.name}: {verdict.why}", verdict.why))
             else:
                 runnable.append((r, read_))
         ranked = runnable
@@ -566,7 +583,7 @@ def _adjust_round(s: _Adjusting, batch: list, compiled, facts, values, request, 
     new = _target(adj, values, current)
     s.start, s.round = change + 1, s.round + 1
     reads = set(read) | _value_names(adj)
-    used = tuple(FactUse(n, current, d.source, "the value before this adjustment") if n == d.name else facts[n]
+    used = tuple(FactUse(n, current, d.source, Origin("before-adjustment")) if n == d.name else facts[n]
                  for n in _ordered(reads))
     msg_values = dict(values)
     msg_values[d.name] = current
@@ -612,21 +629,15 @@ def _value_names(adj: Adjust) -> set[str]:
     return {adj.value["from"]}
 
 
-def _origin_typed(name: str, request: Request) -> str:
+def _origin_typed(name: str, request: Request) -> Origin:
     flag = request.flags.get(name, "--" + name.replace("_", "-"))
     value = request.args.get(name)
-    return f"set by the user ({flag}{'' if isinstance(value, bool) else ' ' + format_value(value)})"
+    return Origin("flag", where=f"{flag}{'' if isinstance(value, bool) else ' ' + format_value(value)}")
 
 
-def _origin(d: Derivation, request: Request) -> str:
+def _origin(d: Derivation, request: Request) -> Origin:
     if d.source == "user":
         return _origin_typed(d.name, request)
     if d.source == "derived":
-        return f"{'derived by' if d.value else 'no match in'} {d.rule}"
-    if d.source == "fallback":
-        return f"the option's declared default ({d.rule})"
-    if d.source == "adjustment":
-        return f"adjusted by {d.rule}"
-    if d.source == "computed":
-        return f"computed by {d.rule}"
-    return f"default {d.rule}"
+        return Origin("rule", "derived" if d.value else "no-match", rule=d.rule)
+    return Origin("rule", d.source, rule=d.rule)  # default, fallback, adjustment, computed

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .notices import Notice
+from .provenance import kernel_fact, kernel_why_fact
 
 if TYPE_CHECKING:
     from .api import Resolution
@@ -23,7 +24,6 @@ __all__ = ["KERNEL_UNKNOWN", "kernel_verdicts", "kernel_warnings"]
 
 #: the stable code of the warning about a chosen backend whose kernel verdict is unknown
 KERNEL_UNKNOWN = "kernel-unknown"
-_ADAPTER_ORIGIN = "kernel adapter "  # resolution.run: the origin of kernel.<option> when an adapter speaks
 
 
 def kernel_verdicts(resolution: Resolution) -> dict[str, dict[str, Any]]:
@@ -34,7 +34,7 @@ def kernel_verdicts(resolution: Resolution) -> dict[str, dict[str, Any]]:
     facts = resolution.outcome.facts
     out: dict[str, dict[str, Any]] = {}
     for name, option in resolution.engine.pack.options.items():
-        status = facts.get(f"kernel.{name}")
+        status = facts.get(kernel_fact(name))
         if not option.kernel_role or status is None:
             continue
         backend = resolution.outcome.values.get(name)
@@ -42,10 +42,8 @@ def kernel_verdicts(resolution: Resolution) -> dict[str, dict[str, Any]]:
             continue  # not set: no backend of its own (prefill and decode then run --attention-backend's)
         if backend in (option.unset_values or ()):
             continue  # "auto" (the MoE runner): SGLang picks the kernel at run time, no backend of its own
-        origin = status.origin
         out[name] = {"backend": backend, "role": option.kernel_role, "status": status.value,
-                     "why": facts[f"kernel.{name}_why"].value,
-                     "adapter": origin[len(_ADAPTER_ORIGIN):] if origin.startswith(_ADAPTER_ORIGIN) else None}
+                     "why": facts[kernel_why_fact(name)].value, "adapter": status.origin.adapter}
     return out
 
 

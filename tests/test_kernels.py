@@ -256,7 +256,8 @@ def test_check_installed_counts_this_machines_packages(monkeypatch, request):
     skipped = [c for c in res.derivations["dsa_decode_backend"].candidates if c.outcome == "skipped"]
     assert skipped and "not installed here" in skipped[0].why
     assert res.outcome.facts["installed.flashinfer"].value is False
-    assert "probed on this machine" in res.outcome.facts["installed.flashinfer"].origin
+    origin = res.outcome.facts["installed.flashinfer"].origin
+    assert origin.how == "probed" and "probed on this machine" in origin.where
 
 
 # --- the adapters and the rules agree ----------------------------------------------------------------

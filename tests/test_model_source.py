@@ -10,6 +10,7 @@ import pytest
 from resolver.errors import InputError
 from resolver.model import model_facts
 from resolver.model_source import catalogue, find_model, hub_cache_dir, representative
+from resolver.provenance import Origin
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMIT_A = "a" * 40
@@ -155,7 +156,7 @@ def test_every_entry_reads_as_model_facts_and_cites_its_config_json(entry):
     assert entry.source == f"https://huggingface.co/{entry.id}/blob/main/config.json"
     assert all(a == a.lower() for a in entry.aliases)
     facts = model_facts(dict(entry.config))
-    assert facts["model.architecture"] == (entry.architecture, "config.json architectures[0]")
+    assert facts["model.architecture"] == (entry.architecture, Origin("model", where="config.json", field="architectures[0]"))
     assert re.fullmatch(r"[A-Z]\w+", entry.architecture)
 
 
@@ -186,7 +187,7 @@ def test_catalogue_values_that_decide_attention():
     assert oss["quantization_config"]["quant_method"] == "mxfp4" and oss["sliding_window"] == 128
     assert len(oss["layer_types"]) == oss["num_hidden_layers"] == 36
     scout = find_model("llama-4-scout").config
-    assert model_facts(scout)["model.num_attention_heads"] == (40, "config.json text_config.num_attention_heads")
+    assert model_facts(scout)["model.num_attention_heads"] == (40, Origin("model", where="config.json", field="text_config.num_attention_heads"))
 
 
 # --- representatives for --model-arch --------------------------------------------------------

@@ -279,7 +279,7 @@ def test_an_unread_draft_config_gives_sglangs_fallback():
     res = resolve_request(get_engine(), platform="sm100", model=QWEN3, fixes=False, args={
         "speculative_algorithm": "DFLASH", "speculative_draft_model_path": "/no/such/draft"})
     assert (res.values["speculative_num_draft_tokens"], res.values["speculative_draft_attention_backend"]) == (16, "fa4")
-    assert "not read" in res.outcome.facts["draft.block_size"].origin
+    assert "not read" in res.outcome.facts["draft.block_size"].origin.where
 
 
 def test_a_gemma4_assistant_draft_refuses_eagle3_and_is_not_resolved_silently_as_eagle():

@@ -6,6 +6,7 @@ from resolver.loader import load_rules
 from resolver.model import model_facts
 from resolver.options import coerce_args
 from resolver.platforms import ALIAS_GPU_MEMORY_GB, PLATFORMS, find_platform, platform_from_capability
+from resolver.provenance import Origin
 
 
 def test_every_contract_alias_finds_its_platform_case_insensitively():
@@ -31,10 +32,10 @@ def test_spelled_out_capability():
 
 def test_model_facts_carry_origins():
     facts = model_facts({"architectures": ["GlmMoeDsaForCausalLM"], "index_topk": 2048})
-    assert facts["model.architecture"] == ("GlmMoeDsaForCausalLM", "config.json architectures[0]")
-    assert facts["model.index_topk"] == (2048, "config.json index_topk")
+    assert facts["model.architecture"] == ("GlmMoeDsaForCausalLM", Origin("model", where="config.json", field="architectures[0]"))
+    assert facts["model.index_topk"] == (2048, Origin("model", where="config.json", field="index_topk"))
     assert facts["model.learnable_sink"][0] is False
-    assert model_facts(arch="DeepseekV32ForCausalLM")["model.from_arch_only"] == (True, "--model-arch")
+    assert model_facts(arch="DeepseekV32ForCausalLM")["model.from_arch_only"] == (True, Origin("flag", where="--model-arch"))
 
 
 @pytest.mark.parametrize("config", [{"architectures": "X"}, {"architectures": []}, {"index_topk": [1]}, [1]])
@@ -62,10 +63,10 @@ def test_a_multimodal_config_is_read_through_its_language_part():
     config = {"architectures": ["DeepseekVL2ForCausalLM"], "kv_lora_rank": None,
               "language_config": {"kv_lora_rank": 512, "num_key_value_heads": 128, "head_dim": 192, "v_head_dim": 128}}
     facts = model_facts(config)
-    assert facts["model.kv_lora_rank"] == (None, "config.json kv_lora_rank")  # the top level wins when present
+    assert facts["model.kv_lora_rank"] == (None, Origin("model", where="config.json", field="kv_lora_rank"))  # the top level wins when present
     del config["kv_lora_rank"]
     facts = model_facts(config)
-    assert facts["model.kv_lora_rank"] == (512, "config.json language_config.kv_lora_rank")
+    assert facts["model.kv_lora_rank"] == (512, Origin("model", where="config.json", field="language_config.kv_lora_rank"))
     assert facts["model.asymmetric_kv"][0] is True
     assert model_facts({"architectures": ["X"], "text_config": {"index_topk": 2048}})["model.index_topk"][0] == 2048
 

@@ -96,7 +96,8 @@ def kernels(argv: list[str], out: TextIO) -> int:
                     out.write(f"    {lim['kind'].replace('_', ' ')}: {', '.join(map(str, lim['values']))} "
                               f"({lim['evidence']}{note})\n")
     out.writelines(f"warning: {w}\n" for w in warnings)
-    out.write("platforms no adapter mentions are unknown: neither refused nor preferred\n")
+    out.write("platforms no adapter mentions are unknown: neither refused nor preferred\n"
+              "evidence ids (S9, B7, GH1, R1, MK3, ...): 'resolve kernels --evidence ID' prints one (docs/evidence.md)\n")
     return 0
 
 

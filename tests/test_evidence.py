@@ -162,3 +162,35 @@ def test_every_adapter_claim_cites_known_evidence():
         for text in [c.evidence for c in a.claims] + [lim.evidence for lim in a.limits]:
             for m in ID_RE.finditer(text):
                 assert lookup(m.group(0)) is not None, f"{a.name}: {m.group(0)} in {text!r}"
+
+
+def test_sglang_sources_cited_exist_in_sglang_0_5_23():
+    """Every SGLang file the catalogue cites is in the installed SGLang 0.5.23, and every function named
+    after it is defined there (when the oracle's venv is available)."""
+    import subprocess
+
+    from .oracle import oracle_python
+
+    find = "import importlib.util as u, os; print(os.path.dirname(os.path.dirname(u.find_spec('sglang').origin)))"
+    site = Path(subprocess.run([oracle_python(), "-c", find], capture_output=True, text=True, check=True,
+                               timeout=60).stdout.strip())
+    missing = []
+    cited = 0
+    for e in catalogue().values():
+        if e.id == "U13":  # upstream, after 0.5.23
+            continue
+        for m in re.finditer(r"(sglang/[\w/.]+\.py)(?:[:\d, -]*?,? ([A-Za-z_]\w*(?:\.\w+)?)\b)?", e.where):
+            cited += 1
+            path = site / m.group(1)
+            if not path.is_file():
+                missing.append(f"{e.id}: {m.group(1)}")
+            elif m.group(2) and m.group(2) not in ("and", "the", "a") and not m.group(2).endswith(".py"):
+                name = m.group(2).split(".")[-1]
+                if not re.search(rf"^\s*(def|class) {name}\b", path.read_text(encoding="utf-8"), re.MULTILINE):
+                    missing.append(f"{e.id}: {name} in {m.group(1)}")
+    assert cited > 40 and missing == [], missing
+
+
+def test_kernels_listing_points_to_the_evidence():
+    code, out, _ = _cli(["kernels", "fa3"])
+    assert code == 0 and "'resolve kernels --evidence ID'" in out

@@ -190,7 +190,7 @@ def test_sglang_sources_cited_exist_in_sglang_0_5_23():
                     missing.append(f"{e.id}: {name} in {m.group(1)}")
     # the rules cite SGLang as "sglang 0.5.23 srt/arg_groups/memory_hook.py handle_gpu_memory_settings"
     for f in sorted((ROOT / "rules").glob("*.yaml")):
-        for m in re.finditer(r"\b(srt/[\w/.]*\w)(?:[ ,:]+(?:[\d-]+[, ]*)*)?(?: ([A-Za-z_]\w*))?", f.read_text(encoding="utf-8")):
+        for m in re.finditer(r"\b(srt/[\w/.]*\w)(?:[ ,:]+(?:[\d-]+[, ]*)*([A-Za-z_]\w*+(?![/.]))?)?", f.read_text(encoding="utf-8")):
             cited += 1
             path = site / "sglang" / m.group(1)
             if not path.exists():

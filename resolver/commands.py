@@ -147,6 +147,7 @@ def _close(name: str, known: list[str]) -> str:
 
 def _adapter_row(a, probe) -> dict:
     from .adapters.base import AdapterError
+    from .evidence import cited_ids
 
     failed = isinstance(probe, AdapterError)
     return {
@@ -160,9 +161,11 @@ def _adapter_row(a, probe) -> dict:
         "probe_error": str(probe) if failed else None,
         "claims": [{"role": c.role, "backends": list(c.backends), "status": c.status, "platforms": list(c.platforms),
                     "kv_dtypes": list(c.kv_dtypes) if c.kv_dtypes is not None else None, "mla": c.mla,
-                    "scope": c.scope(), "evidence": c.evidence, "strength": c.strength} for c in a.claims],
+                    "scope": c.scope(), "evidence": c.evidence, "evidence_ids": cited_ids(c.evidence),
+                    "strength": c.strength} for c in a.claims],
         "limits": [{"backends": list(lim.backends), "kind": lim.kind, "values": list(lim.values),
-                    "evidence": lim.evidence, "note": lim.note} for lim in a.limits],
+                    "evidence": lim.evidence, "evidence_ids": cited_ids(lim.evidence), "note": lim.note}
+                   for lim in a.limits],
     }
 
 

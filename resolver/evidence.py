@@ -15,7 +15,7 @@ from importlib import resources
 
 import yaml
 
-__all__ = ["ID_RE", "Entry", "catalogue", "kinds", "lookup", "render_entry", "render_markdown"]
+__all__ = ["ID_RE", "Entry", "catalogue", "cited_ids", "kinds", "lookup", "render_entry", "render_markdown"]
 
 #: an evidence id: a known prefix and a number (S9, GH1, MK12, P16)
 ID_RE = re.compile(r"\b(MK|GH|S|B|U|M|R|D|P)(\d{1,2})\b")
@@ -70,6 +70,12 @@ def catalogue() -> dict[str, Entry]:
 def lookup(entry_id: str) -> Entry | None:
     """The entry of one id (case-insensitive), or None."""
     return _load()[1].get(entry_id.strip().upper())
+
+
+def cited_ids(text: str) -> list[str]:
+    """The catalogue ids a text cites, in order, each once (an adapter's claim: "R1/R2/R3: S9: ...; B7")."""
+    entries = _load()[1]
+    return list(dict.fromkeys(m.group(0) for m in ID_RE.finditer(text) if m.group(0) in entries))
 
 
 def render_entry(e: Entry) -> str:

@@ -212,3 +212,13 @@ _WORDS = {"and", "or", "the", "a", "with", "on", "for", "in", "when", "as", "is"
 def test_kernels_listing_points_to_the_evidence():
     code, out, _ = _cli(["kernels", "fa3"])
     assert code == 0 and "'resolve kernels --evidence ID'" in out
+
+
+def test_kernels_json_lists_the_evidence_ids_of_each_claim():
+    import json
+
+    code, out, _ = _cli(["kernels", "trtllm", "--format", "json"])
+    (adapter,) = [a for a in json.loads(out)["adapters"] if a["name"] == "flashinfer-trtllm"]
+    claim = next(c for c in adapter["claims"] if c["evidence"].startswith("R1/R2/R3"))
+    assert code == 0 and claim["evidence_ids"] == ["R1", "R2", "R3", "S9", "B7", "GH1", "GH2"]
+    assert all(lookup(i) for c in adapter["claims"] + adapter["limits"] for i in c["evidence_ids"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -93,8 +94,8 @@ Every evidence id the project cites (in the rules' `evidence:` fields, the kerne
 as `resolve kernels` prints them, conflict messages, these docs and the code comments) is listed
 here: what was observed, where, and a public link. `resolve kernels --evidence ID` prints one
 entry. This page is generated from `resolver/data/evidence.yaml` (`python -m resolver.evidence >
-docs/evidence.md`); `tests/test_evidence.py` fails when an id, a P-number or a document named
-anywhere in the repository has no target.
+docs/evidence.md`); `tests/test_evidence.py` fails when an id, a P-number or a document named in
+the rules, the code, the docs or the README has no target here.
 
 SGLang's paths are those of the installed `sglang/` package of the 0.5.23 wheel (line numbers as
 there), which is `python/sglang/` in [sgl-project/sglang](https://github.com/sgl-project/sglang) at
@@ -122,7 +123,8 @@ def render_markdown() -> str:
         for e in ids:
             strength = f" ({e.strength})" if e.strength else ""
             links = ", ".join(f"<{u}>" for u in e.links)
-            parts.append(f"\n### {e.id}\n\n{e.observed}{strength}\n\n- where: {e.where}\n- link: {links}\n")
+            text = textwrap.fill(e.observed + strength, 100, break_long_words=False, break_on_hyphens=False)
+            parts.append(f"\n### {e.id}\n\n{text}\n\n- where: {e.where}\n- link: {links}\n")
     return "".join(parts)
 
 

@@ -1,4 +1,4 @@
-"""``resolve``: the operator's command line (contract: design/CONTRACT.md).
+"""``resolve``: the operator's command line (flags: docs/options.md).
 
 Exit status: 0 resolved, 1 conflict, 2 bad input (unknown flag or value, bad model config,
 unknown platform, broken rule files) or output that cannot be written (a full disk), 3 an

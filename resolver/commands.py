@@ -53,7 +53,11 @@ def platforms(argv: list[str], out: TextIO) -> int:
 def kernels(argv: list[str], out: TextIO) -> int:
     p = _parser("kernels", "List the kernel adapters: what each serves and can run, and whether its package is installed here.")
     p.add_argument("backend", nargs="?", help="show only the adapters serving this backend (e.g. trtllm_mla)")
+    p.add_argument("--evidence", metavar="ID", help="print what an evidence id (e.g. S9, B7, GH1, R1, MK3, P5) stands "
+                                                  "for: what was observed, where, a public link (docs/evidence.md)")
     ns = p.parse_args(argv)
+    if ns.evidence is not None:
+        return _evidence(ns.evidence, ns.format, out)
     from .adapters import registry
 
     reg = registry()
@@ -92,7 +96,26 @@ def kernels(argv: list[str], out: TextIO) -> int:
                     out.write(f"    {lim['kind'].replace('_', ' ')}: {', '.join(map(str, lim['values']))} "
                               f"({lim['evidence']}{note})\n")
     out.writelines(f"warning: {w}\n" for w in warnings)
-    out.write("platforms no adapter mentions are unknown: neither refused nor preferred\n")
+    out.write("platforms no adapter mentions are unknown: neither refused nor preferred\n"
+              "evidence ids (S9, B7, GH1, R1, MK3, ...): 'resolve kernels --evidence ID' prints one (docs/evidence.md)\n")
+    return 0
+
+
+def _evidence(entry_id: str, fmt: str, out: TextIO) -> int:
+    from dataclasses import asdict
+
+    from .evidence import catalogue, kinds, lookup, render_entry
+
+    entry = lookup(entry_id)
+    if entry is None:
+        known = list(catalogue())
+        prefixes = ", ".join(f"{k}1.." for k in kinds())
+        raise InputError(f"no evidence id '{entry_id}'{_close(entry_id.strip().upper(), known)}. Evidence ids are "
+                         f"{prefixes} ({len(known)} in all, listed in docs/evidence.md): {', '.join(known)}")
+    if fmt == "json":
+        out.write(json.dumps({**asdict(entry), "kind_title": kinds()[entry.kind]}, indent=2) + "\n")
+    else:
+        out.write(render_entry(entry))
     return 0
 
 
@@ -124,6 +147,7 @@ def _close(name: str, known: list[str]) -> str:
 
 def _adapter_row(a, probe) -> dict:
     from .adapters.base import AdapterError
+    from .evidence import cited_ids
 
     failed = isinstance(probe, AdapterError)
     return {
@@ -137,9 +161,11 @@ def _adapter_row(a, probe) -> dict:
         "probe_error": str(probe) if failed else None,
         "claims": [{"role": c.role, "backends": list(c.backends), "status": c.status, "platforms": list(c.platforms),
                     "kv_dtypes": list(c.kv_dtypes) if c.kv_dtypes is not None else None, "mla": c.mla,
-                    "scope": c.scope(), "evidence": c.evidence, "strength": c.strength} for c in a.claims],
+                    "scope": c.scope(), "evidence": c.evidence, "evidence_ids": cited_ids(c.evidence),
+                    "strength": c.strength} for c in a.claims],
         "limits": [{"backends": list(lim.backends), "kind": lim.kind, "values": list(lim.values),
-                    "evidence": lim.evidence, "note": lim.note} for lim in a.limits],
+                    "evidence": lim.evidence, "evidence_ids": cited_ids(lim.evidence), "note": lim.note}
+                   for lim in a.limits],
     }
 
 

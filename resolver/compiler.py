@@ -18,7 +18,8 @@ the firing.  What is emitted: per-fact constant tests, ``$or`` of constants, and
 joins; never a join under ``$neq``/ordered operators (P3), never an ``$or`` mixing a join
 with a constant (P4), never ``none()`` (P5).  A ``_sink`` rule consumes every fact kind (P7).
 Before any ruleset is created, :class:`EngineNetwork` rebuilds the test network the engine
-would build from the JSON and counts it against the engine's measured limits (P9).
+would build from the JSON and counts it against the engine's measured limits (P9).  The P-numbers are
+durable-rules 2.0.28's pitfalls, listed in docs/evidence.md; the limits are in docs/engine-limits.md.
 
 The branches are split into parts, each its own durable-rules ruleset with its own sink
 (:func:`split`): the limits are per ruleset and most of them grow with the rules in it, so a

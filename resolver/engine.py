@@ -13,7 +13,7 @@ engine (``durable_rules_engine``) directly: assert a batch, then take the matche
 one by one.  durable-rules' own Python loop around those two calls would run each match
 through an action callback, parse and re-serialise the session state for every firing, and
 keep none of it: it cost as much as the matching itself.  How it stays clear of 2.0.28's
-pitfalls (reference ``durable-rules.md``): a quiet ``Host`` subclass with no background
+pitfalls (P1-P16 in docs/evidence.md): a quiet ``Host`` subclass with no background
 threads (P1); one sid per matcher, each resolution's facts retracted at its end, and the sid
 deleted from every part when anything fails (P2, :meth:`DurableMatcher.session`); no Python
 action ever runs, so none can fail unseen (P6, P8); the rulesets are copied per host (P12); a

@@ -34,7 +34,7 @@ class Package:
 
 
 #: every package a built-in kernel adapter names (tests/unit/test_adapters.py checks none is missing);
-#: sources: the distribution and import names of shared/reference/kernels.md 0.1 and 5.3
+#: sources: the distributions SGLang 0.5.23's METADATA pins and their import names (docs/kernels.md, "Installed or not")
 PACKAGES: tuple[Package, ...] = (
     Package("flashinfer-python", "installed.flashinfer", ("flashinfer",),
             "FlashInfer: flashinfer, cutedsl_mla, trtllm_mha, trtllm_mla, DSA trtllm and flashinfer_sparse_mla "

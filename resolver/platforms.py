@@ -95,7 +95,7 @@ ALIAS_GPU_MEMORY_GB: dict[str, float] = {
 
 #: GPUs the contract does not name, reachable only as a capability (``--compute-capability 11.0``) or
 #: by detection: SGLang 0.5.23's gates (is_blackwell covers major 11) misjudge them, so the kernel
-#: adapters speak about them (shared/reference/kernels.md 0.5)
+#: adapters speak about them (docs/kernels.md; evidence S35)
 UNNAMED_PLATFORMS: tuple[Platform, ...] = (
     Platform("sm110", "nvidia", 11, 0, (), "Blackwell (Jetson Thor); not a named platform: --compute-capability 11.0",
              128),

@@ -2,7 +2,7 @@
 
 :func:`run` drives one resolution.  The engine (a matcher, :mod:`resolver.engine`) does all
 the matching; this module only schedules what is asserted and decides among the candidates
-the engine produced, which durable-rules cannot do safely itself (reference P5):
+the engine produced, which durable-rules cannot do safely itself (docs/evidence.md, P5):
 
 1. assert the input facts (platform, model);
 2. for each dependency level of the pack (options, derived facts and computed values whose
@@ -408,8 +408,8 @@ def _decide_fact(rule: Fact, compiled, firings, fired: list[str], facts) -> Deri
 
 
 def _compute(rule: Compute, values: dict[str, Any], facts) -> Derivation:
-    """A computed value (P3: SGLang's arithmetic and cross-setting comparisons, worked out here and
-    asserted as a fact the engine tests against constants)."""
+    """A computed value (SGLang's arithmetic and cross-setting comparisons, worked out here and
+    asserted as a fact the engine tests against constants: docs/evidence.md, P3)."""
     return Derivation(rule.name, rule.value.evaluate(values), "computed", rule.ref, rule.doc,
                       tuple(facts[n] for n in _ordered(rule.value.names)))
 

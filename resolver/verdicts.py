@@ -6,7 +6,7 @@ behind it.  This module only reads them back:
 
 - :func:`kernel_verdicts`: option -> ``{"backend", "role", "status", "why", "adapter"}``;
 - :func:`kernel_warnings`: a warning (code ``kernel-unknown``) for each chosen backend whose verdict
-  is unknown.  Unknown is neither refused nor preferred (kernels.md 0.4); a request that sets
+  is unknown.  Unknown is neither refused nor preferred (docs/kernels.md); a request that sets
   ``require_known_kernels`` (``--require-known-kernels``) gets a conflict instead, from the rules
   ``conflict.kernel.*.unknown`` in rules/kernels.yaml, explained and fixed like every conflict.
 """

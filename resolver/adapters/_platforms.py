@@ -2,7 +2,7 @@
 SM8X = ("sm80", "sm86", "sm89")
 SM90 = ("sm90",)
 SM10X = ("sm100", "sm103")
-SM110 = ("sm110",)  # not a contract platform: --compute-capability 11.0 (kernels.md 0.5)
+SM110 = ("sm110",)  # not a contract platform: --compute-capability 11.0 (docs/kernels.md)
 SM12X = ("sm120", "sm121")
 ROCM = ("gfx942", "gfx950")
 CUDA = SM8X + SM90 + SM10X + SM110 + SM12X

@@ -1,5 +1,5 @@
 """AMD AITER (ROCm): the ``aiter`` attention backend and the DSA ``aiter`` decode.
-Evidence: shared/reference/kernels.md section 2.10."""
+Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import CUDA, ROCM
 from .base import Claim, KernelAdapter, Limit, package_probe
 
@@ -12,7 +12,7 @@ ADAPTER = KernelAdapter(
     claims=(
         Claim("attention", ("aiter",), "supported", ROCM, "U8, S24"),
         Claim("attention", ("aiter",), "unsupported", CUDA, _ROCM_ONLY),
-        Claim("dsa_decode", ("aiter",), "supported", ROCM, "matrix 4.7 (HIP decode supported); dsa_backend.py:621-664"),
+        Claim("dsa_decode", ("aiter",), "supported", ROCM, "U13 (HIP decode supported), S43"),
         Claim("dsa_prefill", ("aiter",), "unsupported", CUDA, _ROCM_ONLY),
         Claim("dsa_decode", ("aiter",), "unsupported", CUDA, _ROCM_ONLY),
     ),

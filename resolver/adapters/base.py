@@ -7,12 +7,12 @@ head dims) as reported facts; and a probe of whether the family's package is ins
 version and, for ahead-of-time builds, the GPU architectures it was compiled for.  A claim in the
 ``moe`` role (the MoE runner) may instead be narrowed to some weight quantizations (``quantizations``).
 
-Statuses follow shared/reference/kernels.md 0.3: "supported" (Y), "unsupported" (N: no kernel,
+Statuses (docs/kernels.md, "What an adapter declares"): "supported" (Y), "unsupported" (N: no kernel,
 an assertion, a crash), "refused" (Nr: SGLang 0.5.23's own resolution refuses or rewrites it, so
 a rule in rules/ already says so; the adapter records the kernel-side reason), "delegated" (the
 backend runs no kernel of its own but those other options name, whose verdicts are their own: ``dsa``
 runs the DSA prefill and decode backends).  A combination no claim mentions is *unknown*: neither
-refused nor preferred (kernels.md 0.4).  Adapters only report; what follows from a report is
+refused nor preferred.  Evidence ids are those of docs/evidence.md.  Adapters only report; what follows from a report is
 decided by rules (``rules/kernels.yaml``).
 """
 from __future__ import annotations

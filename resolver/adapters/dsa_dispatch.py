@@ -2,7 +2,7 @@
 own but the kernels of ``--dsa-prefill-backend`` and ``--dsa-decode-backend`` (and DeepGEMM's indexer,
 which has no option; see docs/kernels.md).  Its verdict is "delegated": the DSA options' own verdicts
 decide, so a DSA model is not reported as running an unknown kernel.
-Evidence: shared/reference/kernels.md 0.6 and section 2.14."""
+Evidence: S13 in docs/evidence.md."""
 from ._platforms import ALL
 from .base import Claim, KernelAdapter
 
@@ -12,6 +12,6 @@ ADAPTER = KernelAdapter(
     package=None,  # part of SGLang itself
     # DSA models are MLA models: for any other model there is nothing to dispatch to (unknown, no claim)
     claims=(Claim("attention", ("dsa",), "delegated", ALL,
-                  "kernels.md 0.6, 2.14: dsa runs the kernels of the DSA prefill and decode backends, which have "
+                  "S13: dsa runs the kernels of the DSA prefill and decode backends, which have "
                   "verdicts of their own", mla=True),),
 )

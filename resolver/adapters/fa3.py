@@ -1,5 +1,5 @@
 """FlashAttention 3 (sglang-kernel 0.4.10 ``flash_ops``): the ``fa3`` attention backend and the
-DSA bf16 decode path.  Evidence: shared/reference/kernels.md section 2.2 (ids as there)."""
+DSA bf16 decode path.  Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
@@ -30,7 +30,7 @@ ADAPTER = KernelAdapter(
               "R5: B3 \"Only Hopper supports different V headdim\" (sm_80/86 builds); GH8 (no DSA path on A100)"),
         Claim("dsa_decode", ("fa3",), "unsupported", SM10X + SM110 + SM12X, _BUILT),
         Claim("dsa_decode", ("fa3",), "unsupported", ROCM, "B3: a CUDA build"),
-        # as a DSA prefill backend fa3 is not in kernels.md; only what the binary rules out is claimed
+        # as a DSA prefill backend fa3 has no evidence of its own; only what the binary (B3) rules out is claimed
         Claim("dsa_prefill", ("fa3",), "unsupported", SM10X + SM110 + SM12X, _BUILT),
         Claim("dsa_prefill", ("fa3",), "unsupported", ROCM, "B3: a CUDA build"),
     ),

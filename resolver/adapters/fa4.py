@@ -1,5 +1,5 @@
 """FlashAttention 4 (CuTe DSL, JIT): ``fa4``.  SGLang 0.5.23 runs its vendored copy and, on
-capability 12.x, its own forward host.  Evidence: shared/reference/kernels.md section 2.3."""
+capability 12.x, its own forward host.  Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import BF16, ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
@@ -22,7 +22,7 @@ ADAPTER = KernelAdapter(
         Claim("attention", ("fa4",), "unsupported", SM12X,
               "R13: " + _ONLY_SM100 + "; S18: the SM12x forward host has no fp8 path", "medium", kv_dtypes=_FP8),
         Claim("attention", ("fa4",), "unsupported", ROCM, "S17: a CUDA CuTe DSL kernel; no ROCm path"),
-        # SM8x bf16: the interface accepts it, SGLang-level support is unknown (kernels.md 6); no claim
+        # SM8x bf16: the interface accepts it, SGLang-level support is unknown (S17); no claim
     ),
     limits=(
         Limit(("fa4",), "kv_dtypes", ("auto", "bf16", "bfloat16", "fp8_e4m3", "mxfp8"), "S17, B14, S34",

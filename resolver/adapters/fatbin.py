@@ -5,7 +5,8 @@ containers, each a 16-byte header (magic 0xBA55ED50, version, header size, paylo
 entries whose headers give the kind (1 = PTX, 2 = SASS), the header and padded payload sizes,
 and at byte 28 the SM number.  Reading it needs no CUDA toolkit, no driver, and does not load
 the library (loading ``flash_mla`` would pull CUDA into the process).  Layout as described in
-shared/reference/kernels.md section 5.2; the ELF container is read with pyelftools.
+cuobjdump (NVIDIA CUDA Binary Utilities, https://docs.nvidia.com/cuda/cuda-binary-utilities/) lists it;
+the ELF container is read with pyelftools.
 """
 from __future__ import annotations
 

@@ -1,18 +1,18 @@
 """FlashInfer's own kernels: dense ``flashinfer`` (MHA and MLA, FA2 template plus CUTLASS FMHA on
 SM100) and the cute-dsl MLA decode ``cutedsl_mla``.  Its TRT-LLM engines are in trtllm.py.
-Evidence: shared/reference/kernels.md sections 2.4 and 2.7."""
+Evidence: the ids cited are in docs/evidence.md."""
 import importlib.metadata
 import importlib.util
 
 from ._platforms import BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, Probe, package_probe
 
-_CUDA_ONLY = "B13: FlashInfer's support table is CUDA SM75-SM121; SGLang enables it on CUDA only (matrix 2.1)"
+_CUDA_ONLY = "B13: FlashInfer's support table is CUDA SM75-SM121; SGLang enables it on CUDA only (S41)"
 
 
 def probe() -> Probe:
     """flashinfer found without importing it, and whether its prebuilt cubins match its version
-    (flashinfer itself does not flag a mismatch; kernels.md 5.3)."""
+    (flashinfer itself does not flag a mismatch; B13 names the companion package)."""
     found = package_probe("flashinfer-python", "flashinfer")()
     if not found.installed or importlib.util.find_spec("flashinfer_cubin") is None:
         return found

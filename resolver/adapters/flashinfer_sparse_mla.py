@@ -1,6 +1,6 @@
 """FlashInfer's SM12x sparse MLA kernels (``flashinfer_sparse_mla``).  Which models SGLang lets
 use them is a rule (rules/kernels.yaml, divergence D2); here only where the kernels exist.
-Evidence: shared/reference/kernels.md section 2.6."""
+Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 

@@ -1,6 +1,6 @@
 """FlashMLA (sgl-flash-mla 1.0.0): dense MLA decode ``flashmla`` and the DSA kernels
 ``flashmla_sparse``, ``flashmla_kv``, ``flashmla_auto``; and SGLang's own ``flashmla_sparse_q8``.
-Evidence: shared/reference/kernels.md section 2.1 (ids as there)."""
+Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import BF16, CUDA, ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
@@ -43,9 +43,9 @@ ADAPTER = KernelAdapter(
               "S10: \"flashmla_sparse_q8 is a prefill-only backend\""),
     ),
     limits=(
-        Limit(("flashmla", "flashmla_kv"), "page_sizes", (64,), "kernels.md 5.4 items 1-2; S31"),
+        Limit(("flashmla", "flashmla_kv"), "page_sizes", (64,), "U3, S8, S31"),
         Limit(("flashmla",), "kv_dtypes", ("auto", "bf16", "bfloat16"), "B2, U10",
-              "fp8_e4m3 has a kernel on SM90 that a docs revision calls broken: unknown (kernels.md 6)"),
+              "fp8_e4m3 has a kernel on SM90 that a docs revision calls broken: unknown (U10)"),
         Limit(("flashmla_kv",), "kv_dtypes", ("fp8_e4m3",), "B2, S8", "a bf16 cache is re-quantized on every call"),
         Limit(("flashmla", "flashmla_sparse", "flashmla_kv"), "head_dims", ("576/512",), "B2",
               "MLA: 512 latent + 64 rope for QK, 512 for V"),

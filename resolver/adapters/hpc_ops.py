@@ -1,5 +1,5 @@
 """Tencent HPC-Ops (``hpc_ops``, import ``hpc``): SM90-only MHA kernels.
-Evidence: shared/reference/kernels.md section 2.13."""
+Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 

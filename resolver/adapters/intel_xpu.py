@@ -1,6 +1,6 @@
 """Intel XPU kernels (the XPU build of sgl-kernel): ``intel_xpu`` attention and DSA.  No contract
 platform is an Intel GPU, so every claim here is "not on this vendor".
-Evidence: shared/reference/kernels.md section 2.11."""
+Evidence: the ids cited are in docs/evidence.md."""
 import importlib.metadata
 
 from ._platforms import ALL
@@ -16,7 +16,7 @@ def probe() -> Probe:
             return Probe(True, importlib.metadata.version(dist), f"distribution {dist} found")
         except importlib.metadata.PackageNotFoundError:
             continue
-    return Probe(False, None, "no sgl-kernel-xpu distribution (its name is not confirmed; kernels.md 6)")
+    return Probe(False, None, "no sgl-kernel-xpu distribution (its distribution name is not confirmed)")
 
 
 ADAPTER = KernelAdapter(
@@ -27,7 +27,7 @@ ADAPTER = KernelAdapter(
                  for role in ("attention", "dsa_prefill", "dsa_decode")),
     limits=(
         Limit(("intel_xpu",), "kv_dtypes", ("auto", "bf16", "bfloat16"), "U10, S26", "no FP8"),
-        Limit(("intel_xpu",), "page_sizes", (16, 32, 64, 128), "matrix 7, 4.2", "MHA 64 or 128; DSA 128"),
+        Limit(("intel_xpu",), "page_sizes", (16, 32, 64, 128), "S42", "MHA 64 or 128; DSA 128"),
     ),
     probe=probe,
 )

@@ -1,7 +1,7 @@
 """Attention backends of other device families: ``ascend`` (Huawei Ascend NPU), ``intel_amx`` (Intel
 CPUs) and ``wave`` (AMD GPUs).  SGLang 0.5.23 offers them on every platform; no contract platform
 (NVIDIA CUDA, AMD ROCm) is one they run on, except that ``wave`` on ROCm is left unknown.
-shared/reference/kernels.md does not cover them (0.6): the evidence is SGLang's own source (paths
+The kernel evidence of docs/evidence.md does not cover them: the evidence is SGLang's own source (paths
 under sgl-project/sglang, python/sglang/srt/) and, for Wave, its authors.  One family per adapter,
 each with its own package, so ``--installed`` can name each.
 """
@@ -12,11 +12,11 @@ from .base import Claim, KernelAdapter, Probe, package_probe
 
 _ASCEND = ("layers/attention/ascend_backend.py imports torch_npu (Huawei Ascend's PyTorch extension) when it is "
            "loaded and computes attention with torch.ops.npu kernels on NPU tensors; the attention registry builds "
-           "it for --attention-backend ascend, and SGLang picks it itself only on NPU devices (sglang-matrix.md 3)")
+           "it for --attention-backend ascend, and SGLang picks it itself only on NPU devices (S41: an out-of-tree platform's own default)")
 _AMX = ("layers/attention/intel_amx_backend.py calls torch.ops.sgl_kernel.decode_attention_cpu and "
         "extend_attention_cpu, CPU kernels compiled only into sgl-kernel's CPU build (sgl-kernel/pyproject_cpu.toml: "
         "distribution sglang-kernel-cpu, sources csrc/cpu); SGLang picks intel_amx itself only on CPU devices "
-        "(sglang-matrix.md 3)")
+        "(S41)")
 _WAVE = ("layers/attention/wave_backend.py and wave_ops/ run kernels written in the Wave DSL (wave_lang / "
          "iree.turbine, with AMD MFMA matrix types such as F32_16x16x16_F16), which its authors describe as "
          "\"Targeting GPU (AMDGPU only currently)\" (I. Butygin, \"Wave programming language\", LLVM Developers' "
@@ -52,7 +52,7 @@ ADAPTERS = (
         family="Wave DSL attention kernels (AMD GPUs)",
         package="wave-lang",
         # ROCm: Wave targets AMD GPUs, but nothing shows SGLang 0.5.23's wave backend running on gfx942/gfx950:
-        # unknown there (kernels.md 0.4), so no claim
+        # unknown there, so no claim
         claims=(Claim("attention", ("wave",), "unsupported", CUDA, _WAVE, "medium"),),
         probe=package_probe("wave-lang", "wave_lang"),
     ),

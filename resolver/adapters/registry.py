@@ -222,7 +222,7 @@ def _loadable(probe: Probe, major: int, minor: int) -> bool:
     """Can the driver load this build on capability major.minor?  SASS needs the same major and a
     minor not above the device's (an "a" build needs the exact one, which the SM number alone does
     not tell, so this errs towards loadable); PTX needs a target at or below the device's
-    (kernels.md 0.5)."""
+    (CUDA's binary compatibility rules; docs/kernels.md)."""
     device = major * 10 + minor
     return any(sm // 10 == major and sm % 10 <= minor for sm in probe.archs) or any(sm <= device for sm in probe.ptx)
 

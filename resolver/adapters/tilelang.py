@@ -1,7 +1,7 @@
 """TileLang DSA kernels (SGLang's own programs, JIT-compiled for the running device).  Mostly
 unknown on CUDA, so mostly undeclared (unknown is neither refused nor preferred).  The NoPE
 shared-memory limit on SM12x depends on the model and is a rule (rules/kernels.yaml, R15).
-Evidence: shared/reference/kernels.md section 2.8."""
+Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import BF16, ROCM
 from .base import Claim, KernelAdapter, Limit, package_probe
 
@@ -16,7 +16,7 @@ ADAPTER = KernelAdapter(
         for role in ("dsa_prefill", "dsa_decode")
         for status, platforms, why, strength, kv in (
             ("supported", ROCM, "S38, M10: the HIP DSA path (HiSparse default on ROCm)", "strong", None),
-            ("supported", ("sm90",), "S38, upstream table (matrix 4.7): bf16 on SM90", "medium", BF16),
+            ("supported", ("sm90",), "S38, U13 (upstream table): bf16 on SM90", "medium", BF16),
             ("refused", ("sm80", "sm86"), _FP8_GATE, "strong", ("fp8_e4m3",)),
         )
     ),

@@ -1,6 +1,6 @@
 """PyTorch's own attention: ``torch_native`` (SDPA) and ``flex_attention``.  flex_attention's
 per-arch status is unknown, so only its limits are declared.
-Evidence: shared/reference/kernels.md section 2.12."""
+Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import ALL
 from .base import Claim, KernelAdapter, Limit, package_probe
 

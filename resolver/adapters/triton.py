@@ -1,5 +1,5 @@
 """SGLang's Triton kernels: the ``triton`` attention backend, the ROCm DSA ``triton`` backend and
-the DSA prefill ``triton_sparse_mla``.  Evidence: shared/reference/kernels.md section 2.9."""
+the DSA prefill ``triton_sparse_mla``.  Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import BF16, ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
@@ -10,9 +10,9 @@ ADAPTER = KernelAdapter(
     family="Triton kernels (JIT): dense attention and DSA",
     package="triton",
     claims=(
-        # SM110 is unknown for triton (kernels.md 3): no claim there
+        # SM110 is unknown for triton: no claim there
         Claim("attention", ("triton",), "supported", SM8X + SM90 + SM10X + SM12X + ROCM,
-              "matrix 3, U10: SGLang's own default for MLA on SM8x/SM12x and the ROCm fallback", kv_dtypes=BF16),
+              "S41, U10: SGLang's own default for MLA on SM8x/SM12x and the ROCm fallback", kv_dtypes=BF16),
         Claim("attention", ("triton",), "supported", SM8X + SM90 + SM10X + SM12X,
               "S32: SGLang's fp8_e5m2 fallback for fa3; the kernels dequantize in-kernel", kv_dtypes=("fp8_e5m2",)),
         # fp8_e4m3 is unknown: Triton's fp8e4nv needs capability >= 8.9 (U11) but SGLang was not seen failing
@@ -29,7 +29,7 @@ ADAPTER = KernelAdapter(
               "S11: CUDA capability major >= 9 only (refused at backend construction)"),
     ),
     limits=(
-        Limit(("triton",), "kv_dtypes", ("auto", "bf16", "bfloat16", "fp8_e5m2"), "matrix 3, S32, U10",
+        Limit(("triton",), "kv_dtypes", ("auto", "bf16", "bfloat16", "fp8_e5m2"), "S41, S32, U10",
               "fp8_e4m3: the code dequantizes in-kernel, the docs say unsupported: unknown"),
         Limit(("triton_sparse_mla",), "kv_dtypes", ("auto", "bf16", "bfloat16", "fp8_e4m3"), "S11",
               "a bf16 kernel; an fp8 pool is dequantized"),

@@ -1,6 +1,6 @@
 """FlashInfer's TRT-LLM engines: ``trtllm_mha``, ``trtllm_mla`` and the DSA ``trtllm`` backend.
 trtllm-gen runs on SM100/103/107, XQA decodes on SM90/SM100/SM12x (XQA-MLA on SM12x only),
-fmha_v2 prefills on SM90 and SM12x.  Evidence: shared/reference/kernels.md section 2.5."""
+fmha_v2 prefills on SM90 and SM12x.  Evidence: the ids cited are in docs/evidence.md."""
 from ._platforms import ROCM, SM8X, SM10X, SM12X, SM90, SM110
 from .base import Claim, KernelAdapter, Limit, package_probe
 
@@ -46,7 +46,7 @@ ADAPTER = KernelAdapter(
         Limit(("trtllm_mha",), "page_sizes", (16, 32, 64, 128), "S31, S19", "other sizes snap to 64"),
         Limit(("trtllm_mla",), "page_sizes", (32, 64), "S31, B8"),
         Limit(("trtllm_mla",), "kv_dtypes", ("auto", "bf16", "fp8_e4m3"), "S31",
-              "the spelling bfloat16 is refused (matrix 5)"),
+              "the spelling bfloat16 is refused (S31)"),
         Limit(("trtllm_mha",), "kv_dtypes", ("auto", "bf16", "bfloat16", "fp8_e4m3", "nvfp4"), "S19, S33, S34",
               "nvfp4 natively on SM100; SM12x through XQA decode; no fp8 prefill on SM12x"),
         Limit(("trtllm",), "kv_dtypes", ("fp8_e4m3", "bfloat16"), "S29", "bf16 for decode only"),

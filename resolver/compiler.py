@@ -96,7 +96,7 @@ class CompiledBranch:
 def fact_keys(b: CompiledBranch) -> tuple[tuple, ...]:
     """The engine facts ``b`` matches: ``("val", name)`` for each name it reads, and for an
     adjustment ``("adj", option)``, which stands for its own option (see _patterns)."""
-    option = b.rule.option if b.adj_step is not None else None
+    option = b.rule.option if isinstance(b.rule, Adjust) else None
     names = dict.fromkeys(n for a in b.atoms for n in a.names() if n != option)
     return (*(("val", n) for n in names), *((("adj", option),) if option is not None else ()))
 

@@ -371,8 +371,9 @@ def _raw_config(spec: RoleSpec) -> tuple[dict[str, Any] | None, str]:
         found = find_model(path)
         return found.config, found.canonical_id or found.where
     if isinstance(arch, str) and representative(arch.strip()) is not None:
-        found = representative(arch.strip())
-        return found.config, f"{found.canonical_id} (representative of {arch})"  # type: ignore[union-attr]
+        entry = representative(arch.strip())
+        assert entry is not None  # tested just above
+        return entry.config, f"{entry.canonical_id} (representative of {arch})"
     return None, f"--model-arch {arch}" if arch else "no model given"
 
 
@@ -406,8 +407,8 @@ def _model_layout(spec: RoleSpec, res: Resolution) -> dict[str, tuple[Any, str]]
         if head_dim is None and isinstance(hidden, int) and isinstance(heads, int) and heads:
             head_dim = hidden // heads
         kv_heads = kv_heads if kv_heads is not None else heads
-        layout = f"MHA kv_heads={kv_heads} head_dim={head_dim}" if kv_heads is not None or head_dim is not None else None
-        out["model.kv_layout"] = (layout, f"{what} num_key_value_heads, head_dim")
+        mha = f"MHA kv_heads={kv_heads} head_dim={head_dim}" if kv_heads is not None or head_dim is not None else None
+        out["model.kv_layout"] = (mha, f"{what} num_key_value_heads, head_dim")
     if isinstance(spec.args.get("model_path"), str):
         out["model_path"] = (spec.args["model_path"], "typed (--model-path)")
     return out
@@ -620,10 +621,11 @@ def _candidates(m: Mismatch, views: dict[str, _View]) -> list[tuple[str, tuple[C
         return out
     if m.check == "decode-attn-cp":
         (rv,) = m.values
-        return [(f"{rv.role}: --attn-cp-size 1", (Change(rv.role, {}, ("attn_cp_size",)),))]
+        only: tuple[Change, ...] = (Change(rv.role, {}, ("attn_cp_size",)),)
+        return [(f"{rv.role}: --attn-cp-size 1", only)]
     if m.check == "decode-dcp":
         d, p = m.values[0].role, m.values[1].role
-        fixes = [(f"{d}: omit --dcp-size", (Change(d, {}, ("dcp_size",)),))]
+        fixes: list[tuple[str, tuple[Change, ...]]] = [(f"{d}: omit --dcp-size", (Change(d, {}, ("dcp_size",)),))]
         fixes.append((f"{p}: omit {_flag(m.field)}", (Change(p, {}, (m.field,)),)))
         return fixes
     if m.field == "attn_tp_size":  # align the TP sizes, one side or the other
@@ -644,10 +646,10 @@ def _candidates(m: Mismatch, views: dict[str, _View]) -> list[tuple[str, tuple[C
                         tuple(Change(o.role, {"dtype": target.value}) for o in others)))
         return out
     if m.field == "pp_size":
-        p, d = m.values
-        return [(f"{d.role}: --pp-size {p.value} (as {p.role})", (Change(d.role, {"pp_size": p.value}),)),
-                (f"{d.role}: --pp-size 1", (Change(d.role, {"pp_size": 1}),)),
-                (f"{p.role}: --pp-size {d.value} (as {d.role})", (Change(p.role, {"pp_size": d.value}),))]
+        pre, dec = m.values
+        return [(f"{dec.role}: --pp-size {pre.value} (as {pre.role})", (Change(dec.role, {"pp_size": pre.value}),)),
+                (f"{dec.role}: --pp-size 1", (Change(dec.role, {"pp_size": 1}),)),
+                (f"{pre.role}: --pp-size {dec.value} (as {dec.role})", (Change(pre.role, {"pp_size": dec.value}),))]
     seen_values: list[str] = []
     for target in m.values:  # make every other role take this role's value
         if repr(target.value) in seen_values:

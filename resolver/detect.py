@@ -85,7 +85,7 @@ def _capture(argv: list[str], timeout: float) -> str | Unavailable:
 
     def pump() -> None:  # a thread, so that a blocked read cannot outlast the timeout
         while len(out) <= MAX_OUTPUT:
-            chunk = stdout.read1(65536)
+            chunk = stdout.read1(65536)  # type: ignore[attr-defined]  # stdout=PIPE is a BufferedReader
             if not chunk:
                 return
             out.extend(chunk)

@@ -39,10 +39,10 @@ def draft_facts(config: dict[str, Any] | None, origin: str) -> dict[str, tuple[A
         return {name: (None, Origin("draft", "absent", origin)) for name in DRAFT_FACTS}
     if not isinstance(config, dict):
         raise InputError(f"the draft config must be a JSON object, not {type(config).__name__}")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text: dict[str, Any] = config["text_config"] if isinstance(config.get("text_config"), dict) else config
     archs = config.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
-    dflash = config.get("dflash_config") if isinstance(config.get("dflash_config"), dict) else {}
+    dflash: dict[str, Any] = config["dflash_config"] if isinstance(config.get("dflash_config"), dict) else {}
     block = dflash.get("block_size", config.get("block_size"))
     block = engine_number(block, "draft config block_size") if isinstance(block, int) and not isinstance(block, bool) \
         else None

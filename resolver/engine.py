@@ -49,13 +49,12 @@ Firing = tuple[str, dict[str, Any]]
 warnings.filterwarnings("ignore", message=r"datetime\.datetime\.utcfromtimestamp", category=DeprecationWarning,
                         module="durable.engine")
 
+_IMPORT_ERROR: ImportError | None = None
 try:
     from durable import engine as _durable_engine
 except ImportError as _exc:  # pragma: no cover - depends on the interpreter
     _durable_engine = None
     _IMPORT_ERROR = _exc
-else:
-    _IMPORT_ERROR = None
 
 
 def _engine_module():
@@ -80,7 +79,7 @@ def _quiet_host(mod):
     """A durable-rules Host with no dispatcher or timer threads (P1).  Every rule names an action (its
     branch key) that is never run: :func:`_fire` reads the matches itself."""
 
-    class QuietHost(mod.Host):
+    class QuietHost(mod.Host):  # type: ignore[name-defined]  # the module is passed in: durable.engine
         def _run(self):  # Host.__init__ ends by starting the timer chains here
             pass
 
@@ -380,7 +379,7 @@ class _ReferenceSession:
         self.seen: set[tuple] = set()
 
     def assert_facts(self, facts: list[dict]) -> list[Firing]:
-        ready: list[tuple[str, dict]] = []
+        ready: list[tuple[str, tuple[str, Any] | None]] = []  # branch key, the adj fact it matched (None: val)
         for f in facts:
             if f["t"] == "val":
                 self.vals[f["o"]] = fact_value(f)
@@ -400,7 +399,7 @@ class _ReferenceSession:
         out: list[Firing] = []
         for key, own in ready:
             b = self.branches[key]
-            values = self.vals
+            values: dict[str, Any] = self.vals
             if own is not None:
                 values = dict(self.vals)
                 values[own[0]] = own[1]

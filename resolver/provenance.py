@@ -82,9 +82,10 @@ def fact_name(name: str) -> FactName:
         if base.endswith(_WHY):
             return FactName("kernel_why", base[: -len(_WHY)])
         return FactName("kernel", base)
-    for family in ("model", "draft", "platform", "installed"):
+    families: tuple[FactFamily, ...] = ("model", "draft", "platform", "installed")
+    for family in families:
         if name.startswith(family + "."):
-            return FactName(family)  # type: ignore[arg-type]
+            return FactName(family)
     return FactName("other")
 
 

@@ -230,7 +230,7 @@ class _Spelled:
 
 
 def render_message(template: str, values: dict[str, Any], extra: dict[str, Any] | None = None) -> str:
-    return _FORMATTER.vformat(template, (), _Spelled(values, extra or {}))  # type: ignore[arg-type]
+    return _FORMATTER.vformat(template, (), _Spelled(values, extra or {}))  # type: ignore[call-overload]
 
 
 def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: bool = False) -> Outcome:

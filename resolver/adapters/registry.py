@@ -81,6 +81,8 @@ class Registry:
         kernel package's own adapter overrides a built-in one); a role without claims of its own
         reads its fallback role's (prefill, decode and draft attention run the attention kernels)."""
         for r in (role, ROLE_FALLBACK.get(role)):
+            if r is None:
+                continue
             hits = [(i, c, a) for i, (c, a) in enumerate(self._index.get((r, backend, platform), ()))
                     if c.applies(kv_dtype, mla, quantization)]
             if hits:
@@ -224,7 +226,8 @@ def _loadable(probe: Probe, major: int, minor: int) -> bool:
     not tell, so this errs towards loadable); PTX needs a target at or below the device's
     (CUDA's binary compatibility rules; docs/kernels.md)."""
     device = major * 10 + minor
-    return any(sm // 10 == major and sm % 10 <= minor for sm in probe.archs) or any(sm <= device for sm in probe.ptx)
+    return (any(sm // 10 == major and sm % 10 <= minor for sm in probe.archs or ())
+            or any(sm <= device for sm in probe.ptx or ()))
 
 
 def _builtin_adapters() -> list[KernelAdapter]:

@@ -82,6 +82,9 @@ ENGINE_MAX_PATTERNS = 16  # facts one rule matches; a 17th: every assert complet
 # part of its own, checked against the limits proper.
 PART_SHARE = 0.75
 
+#: the code of every problem this module finds: what durable-rules 2.0.28 cannot run safely (lint's check)
+ENGINE_SAFETY = "engine-safety"
+
 
 @dataclass(frozen=True)
 class CompiledBranch:
@@ -138,7 +141,8 @@ def compile_pack(pack: RulePack) -> CompiledPack:
             try:
                 ruleset[key] = {"all": _patterns(atoms, adj_option), "run": key}
             except ValueError as exc:
-                problems.append(RuleFileProblem(rule.ref.file, rule.ref.line, f"rule {rule.ref.id}: {exc}"))
+                problems.append(RuleFileProblem(rule.ref.file, rule.ref.line, f"rule {rule.ref.id}: {exc}",
+                                                code=ENGINE_SAFETY))
                 continue
             branches[key] = CompiledBranch(key, rule, atoms, step)
     ruleset[SINK] = SINK_RULE
@@ -202,7 +206,7 @@ def _value_problems(pack: RulePack) -> list[RuleFileProblem]:
         try:
             engine_value(value, where)
         except InputError as exc:
-            problems.append(RuleFileProblem(ref.file, ref.line, str(exc)))
+            problems.append(RuleFileProblem(ref.file, ref.line, str(exc), code=ENGINE_SAFETY))
     return problems
 
 
@@ -269,7 +273,8 @@ def _where(key: str, pack: RulePack) -> tuple[str, int]:
 
 
 def _located(found: list[tuple[str, str]], pack: RulePack) -> list[RuleFileProblem]:
-    return [RuleFileProblem(*_where(key, pack), f"rule {key.split('#')[0]}: {message}") for key, message in found]
+    return [RuleFileProblem(*_where(key, pack), f"rule {key.split('#')[0]}: {message}", code=ENGINE_SAFETY)
+            for key, message in found]
 
 
 def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFileProblem]:
@@ -286,13 +291,15 @@ def check_safe_subset(ruleset: dict[str, dict], pack: RulePack) -> list[RuleFile
                     flags = [walk(s, key) for s in sub]
                     j, c = any(f[0] for f in flags), any(f[1] for f in flags)
                     if op == "$or" and j and c:
-                        problems.append(RuleFileProblem(*_where(key, pack), f"rule {key}: $or mixes a join with a constant (P4)"))
+                        problems.append(RuleFileProblem(*_where(key, pack), f"rule {key}: $or mixes a join with a "
+                                                        "constant (P4)", code=ENGINE_SAFETY))
                     join, const = join or j, const or c
                 elif op in ("$lt", "$lte", "$gt", "$gte", "$neq", "$eq"):
                     for v in sub.values():
                         if isinstance(v, dict):
                             if op != "$eq":
-                                problems.append(RuleFileProblem(*_where(key, pack), f"rule {key}: join under {op} (P3)"))
+                                problems.append(RuleFileProblem(*_where(key, pack), f"rule {key}: join under {op} (P3)",
+                                                                code=ENGINE_SAFETY))
                             join = True
                         else:
                             const = True

@@ -45,10 +45,11 @@ _MAX_BRANCHES = 64
 class ConditionError(Exception):
     """A ``when:`` that does not parse or is outside the language; ``column`` is 0-based."""
 
-    def __init__(self, message: str, column: int = 0):
+    def __init__(self, message: str, column: int = 0, code: str = "syntax"):
         super().__init__(message)
         self.message = message
         self.column = column
+        self.code = code  # the problem's kind (RuleFileProblem.code): syntax, or engine-safety
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,8 @@ class Atom:
         if self.op == "join":
             raise ConditionError(
                 f"'not ({self.name} == {self.value})' compares two facts with '!=', which "
-                "durable-rules 2.0.28 cannot run safely (it crashes); compare each fact with constants"
-            )
+                "durable-rules 2.0.28 cannot run safely (it crashes); compare each fact with constants",
+                code="engine-safety")
         return Atom(self.name, _NEGATE[self.op], self.value, not self.none_ok)
 
     def holds(self, values: dict[str, Any]) -> bool:
@@ -197,7 +198,7 @@ def _dnf(node: ast.AST, negated: bool = False) -> list[Branch]:
     try:
         return [(atom.negate() if negated else atom,)]
     except ConditionError as exc:
-        raise ConditionError(exc.message, node.col_offset) from None
+        raise ConditionError(exc.message, node.col_offset, exc.code) from None
 
 
 _OPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.In: "in", ast.NotIn: "notin"}
@@ -216,7 +217,7 @@ def _compare(node: ast.Compare) -> Atom:
             raise ConditionError(
                 "only '==' may compare two facts: durable-rules 2.0.28 crashes on ordered or '!=' "
                 "comparisons between facts; compare each fact with constants instead",
-                node.col_offset,
+                node.col_offset, code="engine-safety",
             )
         return Atom(_name(left), "join", _name(right), False)
     if not _is_name(left):

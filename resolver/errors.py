@@ -37,12 +37,20 @@ class RuleFileProblem:
     message: str
     column: int | None = None
     source: str | None = None  # the offending line, for the caret
+    #: the stable kind of problem, set where it is raised (lint reports it as its check): syntax, schema,
+    #: unknown-name, unknown-value, duplicate, cycle, missing-doc, missing-message, engine-safety, unreadable, limit
+    code: str = "schema"
+
+    def caret(self) -> str:
+        """The offending line with a caret under the column, when both are known ("" otherwise)."""
+        if self.source is None or self.column is None:
+            return ""
+        return f"    {self.source}\n    {' ' * self.column}^"
 
     def render(self) -> str:
         head = f"{self.path}:{self.line}: {self.message}"
-        if self.source is None or self.column is None:
-            return head
-        return f"{head}\n    {self.source}\n    {' ' * self.column}^"
+        caret = self.caret()
+        return f"{head}\n{caret}" if caret else head
 
 
 class RuleFileError(ResolverError):

@@ -72,25 +72,8 @@ class Finding:
 
 # --- problems the loader and compiler report -----------------------------------------------------
 
-def _check_of(problem: RuleFileProblem) -> str:
-    m = problem.message
-    patterns = (("dependency cycle", "cycle"), ("'doc' is a required", "missing-doc"),
-                ("'message' is a required", "missing-message"), ("invalid syntax", "syntax"),
-                ("unknown fact or option", "unknown-name"), ("names unknown", "unknown-name"),
-                ("names no fact or option", "unknown-name"), ("is not a value of", "unknown-value"),
-                ("not a choice", "unknown-value"), ("duplicate rule id", "duplicate"), ("declared twice", "duplicate"),
-                ("durable-rules", "engine-safety"), ("(P3)", "engine-safety"), ("(P4)", "engine-safety"),
-                ("exceed", "engine-safety"), ("the engine", "engine-safety"), ("circular equality", "engine-safety"))
-    for needle, check in patterns:
-        if needle in m:
-            return check
-    return "syntax" if problem.column is not None else "schema"
-
-
 def problem_findings(errors: RuleFileErrors) -> list[Finding]:
-    return [Finding(_check_of(p), p.path, p.line, p.message,
-                    detail=p.render().split("\n", 1)[1] if p.source is not None and p.column is not None else "")
-            for p in errors.problems]
+    return [Finding(p.code, p.path, p.line, p.message, detail=p.caret()) for p in errors.problems]
 
 
 # --- witness values: what a name can be ------------------------------------------------------------

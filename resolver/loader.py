@@ -153,7 +153,7 @@ def check_rule_files(rules: object) -> None:
     for path in sorted(glob.glob(os.path.join(glob.escape(directory), "*.yaml"))):
         problem = file_problem(path, MAX_RULE_FILE_BYTES)
         if problem is not None and problem != "no such file":  # a dangling link: load_rules says so
-            problems.append(RuleFileProblem(_display_path(path), 0, f"cannot read: {problem}"))
+            problems.append(RuleFileProblem(_display_path(path), 0, f"cannot read: {problem}", code="unreadable"))
     if problems:
         raise RuleFileErrors(problems)
 
@@ -163,11 +163,11 @@ def load_rules(directory: str | None = None) -> RulePack:
     directory = os.path.abspath(directory or default_rules_dir())
     problems: list[RuleFileProblem] = []
     if not os.path.isdir(directory):
-        problems.append(RuleFileProblem(directory, 0, "the rules directory does not exist"))
+        problems.append(RuleFileProblem(directory, 0, "the rules directory does not exist", code="unreadable"))
         raise RuleFileErrors(problems)
     paths = sorted(glob.glob(os.path.join(directory, "*.yaml")))
     if not paths:
-        problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory"))
+        problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory", code="unreadable"))
         raise RuleFileErrors(problems)
     shipped = directory == os.path.abspath(default_rules_dir())
     entries: list[tuple[str, _Mapping, list[str]]] = []
@@ -178,16 +178,16 @@ def load_rules(directory: str | None = None) -> RulePack:
             # a regular file under the size cap: a FIFO or /dev/zero is refused unread
             text = read_text(path, MAX_RULE_FILE_BYTES)
         except UnreadableFile as exc:
-            problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc.reason}"))
+            problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc.reason}", code="unreadable"))
             continue
         try:
             data = _parse_yaml(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            problems.append(RuleFileProblem(rel, (mark.line + 1) if mark else 0, f"YAML error: {getattr(exc, 'problem', exc)}"))
+            problems.append(RuleFileProblem(rel, (mark.line + 1) if mark else 0, f"YAML error: {getattr(exc, 'problem', exc)}", code="syntax"))
             continue
         except _TooBig as exc:
-            problems.append(RuleFileProblem(rel, 0, str(exc)))
+            problems.append(RuleFileProblem(rel, 0, str(exc), code="unreadable"))
             continue
         lines = text.splitlines()
         if not isinstance(data, dict):
@@ -197,7 +197,7 @@ def load_rules(directory: str | None = None) -> RulePack:
         bad_rules: set[int] = set()
         for err in schema_errors:
             path_ = list(err.absolute_path)
-            problems.append(RuleFileProblem(rel, _line_of(data, path_), _schema_message(err)))
+            problems.append(RuleFileProblem(rel, _line_of(data, path_), _schema_message(err), code=_schema_code(err)))
             if len(path_) >= 2 and path_[0] == "rules" and isinstance(path_[1], int):
                 bad_rules.add(path_[1])
         if schema_errors and not isinstance(data.get("rules"), list):
@@ -230,6 +230,15 @@ def _line_of(data: Any, path: list) -> int:
     return line
 
 
+def _schema_code(err) -> str:
+    """missing-doc and missing-message are lint checks of their own; every other shape error is schema."""
+    if err.validator == "required":
+        missing = {"doc", "message"} & {str(v) for v in err.validator_value} - set(err.instance or ())
+        if missing:
+            return f"missing-{sorted(missing)[0]}"
+    return "schema"
+
+
 def _schema_message(err) -> str:
     where = ".".join(str(p) for p in err.absolute_path) or "file"
     if err.validator == "additionalProperties":
@@ -243,8 +252,9 @@ class _Builder:
     def __init__(self, problems: list[RuleFileProblem]):
         self.problems = problems
 
-    def problem(self, file: str, line: int, message: str, column: int | None = None, source: str | None = None):
-        self.problems.append(RuleFileProblem(file, line, message, column, source))
+    def problem(self, file: str, line: int, message: str, column: int | None = None, source: str | None = None,
+                code: str = "schema"):
+        self.problems.append(RuleFileProblem(file, line, message, column, source, code))
 
     def condition(self, file: str, rule: _Mapping, key: str, lines: list[str]) -> Condition | None:
         text = rule.get(key)
@@ -255,9 +265,10 @@ class _Builder:
             source = lines[line - 1].rstrip() if 0 < line <= len(lines) else None
             if col is None or source is None or len(str(text).split("\n")) > 1 or "\n" in source:
                 # a folded block: show the logical expression itself with the caret under it
-                self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", exc.column, " ".join(str(text).split()))
+                self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", exc.column, " ".join(str(text).split()),
+                             exc.code)
             else:
-                self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", col + exc.column, source)
+                self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", col + exc.column, source, exc.code)
             return None
 
     def expression(self, file: str, rule: _Mapping, lines: list[str]) -> Expression | None:
@@ -266,7 +277,8 @@ class _Builder:
             return parse_expression(text)
         except ConditionError as exc:
             line, _ = rule.positions.get("value", (rule.line, None))
-            self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", exc.column, " ".join(str(text).split()))
+            self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", exc.column, " ".join(str(text).split()),
+                         exc.code)
             return None
 
 
@@ -283,14 +295,14 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
     for file, rule, lines in entries:
         ref = RuleRef(rule["id"], file, rule.line)
         if ref.id in seen:
-            b.problem(file, ref.line, f"duplicate rule id '{ref.id}' (first at {seen[ref.id].file}:{seen[ref.id].line})")
+            b.problem(file, ref.line, f"duplicate rule id '{ref.id}' (first at {seen[ref.id].file}:{seen[ref.id].line})", code="duplicate")
             continue
         seen[ref.id] = ref
         kind, doc = rule["kind"], " ".join(rule["doc"].split())
         if kind in ("option", "env"):
             opt = _option(b, ref, doc, rule) if kind == "option" else _env(ref, doc, rule)
             if opt.name in options:
-                b.problem(file, ref.line, f"option '{opt.name}' is declared twice (also {options[opt.name].ref})")
+                b.problem(file, ref.line, f"option '{opt.name}' is declared twice (also {options[opt.name].ref})", code="duplicate")
             options[opt.name] = opt
             continue
         if kind == "compute":
@@ -309,11 +321,11 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
     known = set(options) | set(facts) | set(computes) | _INPUT_FACTS | typed | _kernel_facts(options)
     for c in computes.values():
         if c.name in options or c.name in facts or c.name in _INPUT_FACTS:
-            b.problem(c.ref.file, c.ref.line, f"compute '{c.name}' reuses the name of an option or fact")
+            b.problem(c.ref.file, c.ref.line, f"compute '{c.name}' reuses the name of an option or fact", code="duplicate")
         for name in c.value.names:
             if name not in known:
                 b.problem(c.ref.file, c.ref.line, f"rule {c.ref.id}: unknown fact or option '{name}' in 'value'"
-                                                  f"{_did_you_mean(name, known)}")
+                                                  f"{_did_you_mean(name, known)}", code="unknown-name")
     for ref, doc, when, rule in pending:
         if when is None:
             continue
@@ -321,17 +333,17 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
         for name in when.names():
             if name not in known:
                 b.problem(ref.file, rule.positions.get("when", (ref.line, 0))[0],
-                          f"rule {ref.id}: unknown fact or option '{name}' in 'when'{_did_you_mean(name, known)}")
+                          f"rule {ref.id}: unknown fact or option '{name}' in 'when'{_did_you_mean(name, known)}", code="unknown-name")
         if kind == "fact":
             if rule["name"] in options or rule["name"] in _INPUT_FACTS or rule["name"] in computes:
-                b.problem(ref.file, ref.line, f"fact '{rule['name']}' reuses the name of an option or input fact")
+                b.problem(ref.file, ref.line, f"fact '{rule['name']}' reuses the name of an option or input fact", code="duplicate")
         elif kind == "default":
             for name, value in rule["set"].items():
                 if isinstance(value, dict):  # {from: other}: copy another option's or fact's value
                     if value["from"] not in known:
-                        b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact '{value['from']}'")
+                        b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact '{value['from']}'", code="unknown-name")
                     if name not in options:
-                        b.problem(ref.file, ref.line, f"rule {ref.id}: 'set' names unknown option '{name}'")
+                        b.problem(ref.file, ref.line, f"rule {ref.id}: 'set' names unknown option '{name}'", code="unknown-name")
                     continue
                 _check_value(b, ref, options, name, value, "set")
             defaults.append(Default(ref, doc, when, dict(rule["set"]), rule["priority"]))
@@ -340,18 +352,18 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
                 try:
                     names = parse_expression(rule["value"]["expr"]).names
                 except ConditionError as exc:
-                    b.problem(ref.file, ref.line, f"rule {ref.id}: {exc.message} (in 'value.expr')")
+                    b.problem(ref.file, ref.line, f"rule {ref.id}: {exc.message} (in 'value.expr')", code=exc.code)
                     continue
                 for name in names:
                     if name not in known:
                         b.problem(ref.file, ref.line, f"rule {ref.id}: unknown fact or option '{name}' in 'value.expr'"
-                                                      f"{_did_you_mean(name, known)}")
+                                                      f"{_did_you_mean(name, known)}", code="unknown-name")
             elif isinstance(rule["value"], dict):  # {from: other}
                 if rule["value"]["from"] not in known:
                     b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact "
-                                                  f"'{rule['value']['from']}'")
+                                                  f"'{rule['value']['from']}'", code="unknown-name")
                 if rule["option"] not in options:
-                    b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{rule['option']}'")
+                    b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{rule['option']}'", code="unknown-name")
             else:
                 _check_value(b, ref, options, rule["option"], rule["value"], "option")
             adjusts.append(Adjust(ref, doc, when, rule["option"], rule["value"], rule["order"],
@@ -385,7 +397,7 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
     value_aliases = dict(rule.get("value_aliases", {}))
     for old, new in value_aliases.items():
         if choices and new not in choices:
-            b.problem(ref.file, ref.line, f"option '{name}': value alias '{old}' points to '{new}', which is not a choice")
+            b.problem(ref.file, ref.line, f"option '{name}': value alias '{old}' points to '{new}', which is not a choice", code="unknown-value")
     note = rule.get("value_alias_note")
     try:
         fields = {f for _, f, _, _ in string.Formatter().parse(note or "") if f is not None}
@@ -413,16 +425,16 @@ def _env(ref: RuleRef, doc: str, rule: _Mapping) -> Option:
 def _check_value(b: _Builder, ref: RuleRef, options: dict[str, Option], name: str, value: Any, key: str) -> None:
     opt = options.get(name)
     if opt is None:
-        b.problem(ref.file, ref.line, f"rule {ref.id}: '{key}' names unknown option '{name}'{_did_you_mean(name, set(options))}")
+        b.problem(ref.file, ref.line, f"rule {ref.id}: '{key}' names unknown option '{name}'{_did_you_mean(name, set(options))}", code="unknown-name")
     elif opt.choices and value is not None and value not in opt.choices:
-        b.problem(ref.file, ref.line, f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})")
+        b.problem(ref.file, ref.line, f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})", code="unknown-value")
 
 
 def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
     option, allowed = rule.get("option"), tuple(rule.get("allowed", ()))
     if option is not None:
         if option not in options:
-            b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{option}'")
+            b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{option}'", code="unknown-name")
         else:
             for v in allowed:
                 _check_value(b, ref, options, option, v, "allowed")
@@ -438,7 +450,7 @@ def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
             _check_value(b, ref, options, n, v, "fixes.set")
         for n in h.get("unset", ()):
             if n not in options:
-                b.problem(ref.file, ref.line, f"rule {ref.id}: fix unsets unknown option '{n}'")
+                b.problem(ref.file, ref.line, f"rule {ref.id}: fix unsets unknown option '{n}'", code="unknown-name")
         hints.append(FixHint(h["description"], dict(h.get("set", {})), tuple(h.get("unset", ()))))
     remedy = " ".join(rule["remedy"].split()) if "remedy" in rule else None
     return Conflict(ref, doc, when, " ".join(rule["message"].split()), option, allowed, rule.get("evidence"), tuple(hints),
@@ -453,7 +465,7 @@ def _check_template(b: _Builder, ref: RuleRef, template: str, known: set[str]) -
         return
     for f in fields:
         if f not in known:
-            b.problem(ref.file, ref.line, f"rule {ref.id}: message placeholder '{{{f}}}' names no fact or option")
+            b.problem(ref.file, ref.line, f"rule {ref.id}: message placeholder '{{{f}}}' names no fact or option", code="unknown-name")
 
 
 def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts) -> tuple[tuple[str, ...], ...]:
@@ -494,7 +506,7 @@ def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts)
             cycle = _find_cycle(deps, remaining)
             rules = sorted({str(deps[a][b_]) for a, b_ in zip(cycle, cycle[1:] + cycle[:1], strict=True)})
             ref = deps[cycle[0]][cycle[1 % len(cycle)]]
-            b.problem(ref.file, ref.line, f"dependency cycle between options: {' -> '.join(cycle + cycle[:1])}; rules: {'; '.join(rules)}")
+            b.problem(ref.file, ref.line, f"dependency cycle between options: {' -> '.join(cycle + cycle[:1])}; rules: {'; '.join(rules)}", code="cycle")
             return tuple(order + [tuple(sorted(remaining))])
         order.append(tuple(ready))
         done.update(ready)

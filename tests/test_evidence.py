@@ -319,3 +319,32 @@ def test_kernels_json_lists_the_evidence_ids_of_each_claim():
     claim = next(c for c in adapter["claims"] if c["evidence"].startswith("R1/R2/R3"))
     assert code == 0 and claim["evidence_ids"] == ["R1", "R2", "R3", "S9", "B7", "GH1", "GH2"]
     assert all(lookup(i) for c in adapter["claims"] + adapter["limits"] for i in c["evidence_ids"])
+
+
+def _output_problems(argv: list[str]) -> tuple[int, list[str], int]:
+    """What a command prints: its exit code, each citation in it without a target, and how many evidence ids
+    it cites (read as text at the top of the repository, where the paths it prints start)."""
+    code, out, err = _cli(argv)
+    text = out + err
+    cited = sum(m.group(0) in catalogue() for m in ID_RE.finditer(text))
+    return code, problems_in(text, ROOT / "(output)", ROOT, set(catalogue())), cited
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_every_evidence_id_resolve_kernels_prints_resolves(fmt):
+    code, problems, cited = _output_problems(["kernels", "--format", fmt])
+    assert code == 0 and problems == [] and cited > 300, (problems, cited)
+
+
+@pytest.mark.parametrize("argv, least", [
+    # a DSA model on SM120: the R1/R2 conflicts, with the kernels' evidence in the headline
+    (["--platform", "rtx5090", "--model-arch", "DeepseekV32ForCausalLM"], 20),
+    # resolved, with skipped candidates and the kernel verdicts' evidence in the derivations
+    (["--platform", "rtx5090", "--model-arch", "GlmMoeDsaForCausalLM"], 20),
+    (["--compute-capability", "11.0", "--model-arch", "DeepseekV3ForCausalLM", "--attention-backend", "trtllm_mla"], 5),
+    (["--platform", "a100", "--model-arch", "Qwen3MoeForCausalLM", "--moe-runner-backend", "deep_gemm"], 2),
+])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_every_evidence_id_an_explanation_prints_resolves(argv, least, fmt):
+    code, problems, cited = _output_problems(["--explain", *argv, "--format", fmt])
+    assert code in (0, 1) and problems == [] and cited >= least, (problems, cited)

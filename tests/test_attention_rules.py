@@ -1,5 +1,6 @@
-"""The attention rule pack: SGLang 0.5.23's own tests, and one test per error template of
-sglang-matrix.md sections 10.3 and 10.4 that these options reach."""
+"""The attention rule pack: SGLang 0.5.23's own tests, and one test per error template these options reach
+in SGLang 0.5.23's attention-backend checks (arg_groups/overrides.py, its backend passes;
+arg_groups/attention_hook.py) and KV-cache checks (arg_groups/kv_cache_hook.py)."""
 import pytest
 
 from resolver import ConflictError, resolve
@@ -20,7 +21,8 @@ def backend(platform, model=LLAMA, **args):
     return res.values["attention_backend"]
 
 
-# --- test_hopper_eagle_attention_backend.py (against 0.5.23, see sglang-matrix.md section 3) -------
+# --- SGLang's test/registered/unit/server_args/test_hopper_eagle_attention_backend.py, checked against
+# 0.5.23 (the default backend: get_default_attn_backend, docs/evidence.md S41) ---------------------------
 @pytest.mark.parametrize("args, expected", [
     ({}, "fa3"),
     ({**EAGLE, "speculative_eagle_topk": 1}, "fa3"),
@@ -119,7 +121,7 @@ def test_strict_turns_adjustments_into_conflicts_with_fixes():
     assert resolve({"attention_backend": "fa4", "page_size": 128}, platform="b200", model=LLAMA, strict=True).ok
 
 
-# --- one test per error template (sections 10.3 and 10.4) --------------------------------------
+# --- one test per error template of the attention-backend and KV-cache checks ------------------------
 TEMPLATES = [
     ("conflict.mla.trtllm-mla.blackwell-only", "h100", DSV3, {"attention_backend": "trtllm_mla"},
      "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)"),

@@ -2,7 +2,7 @@
 plain-Python evaluation of the same compiled rules fire the same rules and decide the same values.
 
 The generated packs use what durable-rules 2.0.28 is known to get wrong or crash on when misused
-(shared/reference/durable-rules.md): many rules on one fact, ordered tests next to equality tests,
+(its pitfalls, P1-P16 in docs/evidence.md): many rules on one fact, ordered tests next to equality tests,
 null handling through negation, joins of two facts, in-lists.  If the compiler emitted a pattern the
 engine mis-evaluates, the two would disagree here.
 """

@@ -18,7 +18,8 @@ LLAMA = {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 32, "num_
 DSV3 = {"architectures": ["DeepseekV3ForCausalLM"], "kv_lora_rank": 512, "num_key_value_heads": 128}
 DSV32 = {"architectures": ["DeepseekV32ForCausalLM"], "index_topk": 2048, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
 GLM = {"architectures": ["GlmMoeDsaForCausalLM"], "index_topk": 2048, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
-#: FlashInfer's kernels (kernels.md 5.3): the option, the backend, a model and platform where it otherwise runs
+#: FlashInfer's kernels (the flashinfer-python row of docs/kernels.md, "Installed or not"): the option, the
+#: backend, a model and platform where it otherwise runs
 FLASHINFER_KERNELS = [
     ("attention_backend", "trtllm_mha", LLAMA, "b200", {}),
     ("attention_backend", "trtllm_mla", DSV3, "b200", {}),

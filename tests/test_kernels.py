@@ -1,4 +1,5 @@
-"""Kernel adapters: what each kernel family can run, as facts the rules use (kernels.md R1-R17)."""
+"""Kernel adapters: what each kernel family can run, as facts the rules use (docs/kernels.md; the
+configurations SGLang 0.5.23 picks or accepts that its kernels cannot run are R1-R17 in docs/evidence.md)."""
 import io
 import json
 import sys
@@ -296,7 +297,8 @@ def _claim_cases(status):
 
 @pytest.mark.parametrize("args, platform, model", list(_claim_cases("refused")))
 def test_what_an_adapter_says_sglang_refuses_the_rules_refuse(args, platform, model):
-    """A "refused" claim (kernels.md Nr at resolution) must be backed by one of SGLang's own rules:
+    """A "refused" claim (Nr in docs/kernel-matrix.md: SGLang 0.5.23's own resolution refuses or rewrites it,
+    docs/kernels.md, "What an adapter declares") must be backed by one of SGLang's own rules:
     a conflict from a rule outside rules/kernels.yaml, or a rewrite of the value."""
     option, backend = next(iter(args.items()))
     try:
@@ -309,7 +311,8 @@ def test_what_an_adapter_says_sglang_refuses_the_rules_refuse(args, platform, mo
 
 @pytest.mark.parametrize("args, platform, model", list(_claim_cases("supported"))[::7])
 def test_a_supported_claim_is_never_refused_by_a_kernel_rule(args, platform, model):
-    """Kernel facts never refuse a Y cell (kernels.md 0.4): whatever else happens, no conflict.kernel.*
+    """Kernel facts never refuse a Y cell of docs/kernel-matrix.md (a "supported" claim, docs/kernels.md,
+    "What an adapter declares"): whatever else happens, no conflict.kernel.*
     rule fires on the option the claim is about (a sample of every 7th case keeps this fast)."""
     option = next(iter(args))
     try:

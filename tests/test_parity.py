@@ -20,8 +20,8 @@ from .conftest import PUBLIC_DATA, ROOT
 
 
 #: the reference data runs SGLang's resolution slice only, without its speculative-decoding step
-#: (shared/oracle/SLICE.md, Limits 1); what that step refuses (rules/speculative.yaml) SGLang's whole
-#: pipeline refuses too: the 40 such requests of this data were checked with the full-pipeline oracle
+#: (tests/data/README.md, "How it was recorded"); what that step refuses (rules/speculative.yaml)
+#: SGLang's whole pipeline refuses too: the 40 such requests of this data were checked with the full-pipeline oracle
 #: (29 DFLASH without a draft path, 11 draft trees on paged non-tree backends).  Nor does it run the
 #: parallel step's prefill context-parallel checks: its one request with --enable-prefill-cp and no
 #: --cp-strategy (trtllm_mha-00019) the whole pipeline refuses as the rules do

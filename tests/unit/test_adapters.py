@@ -61,7 +61,7 @@ def test_adapter_kv_dtypes_are_the_options_choices():
 # --- compiled GPU code ------------------------------------------------------------------------------
 
 def _fatbin(entries, ptx_kind=1):
-    """A .nv_fatbin payload: one container holding (kind, sm) entries, laid out as kernels.md 5.2 says."""
+    """A .nv_fatbin payload: one container holding (kind, sm) entries, laid out as resolver/adapters/fatbin.py says."""
     body = b""
     for kind, sm in entries:
         payload = b"\0" * 16

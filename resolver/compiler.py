@@ -482,7 +482,8 @@ class EngineNetwork:
         if parent.hashed == ENGINE_MAX_TESTS_AFTER + 1:
             what = "different facts are tested" if parent.prop == "t" else f"different tests follow {_show(parent)}"
             self._problem(key, f"{parent.hashed} {what} (each value of an `in` list and each `==` between facts counts); "
-                               f"durable-rules 2.0.28 takes at most {ENGINE_MAX_TESTS_AFTER} and loops forever past that")
+                               f"durable-rules 2.0.28 takes at most {ENGINE_MAX_TESTS_AFTER} and loops forever past "
+                               "that")
 
     def _link(self, node: _Test, alt: _Test, key: str) -> None:
         node.alts.append(alt)

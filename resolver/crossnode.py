@@ -53,23 +53,25 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           f"{_SGLANG}managers/disagg_service.py start_disagg_service: only a prefill server starts the KV bootstrap "
           "server that decode servers register with and pull KV through; a server in mode null takes no part in PD"),
     Check("kv-cache-dtype", "kv_cache_dtype", "the KV-cache dtype",
-          f"{_CONN} CommonKVManager.try_ensure_parallel_info: raises 'KV cache dtype mismatch ... Both servers must use "
-          "the same --kv-cache-dtype value' (it compares the strings: auto and bfloat16 differ)"),
+          f"{_CONN} CommonKVManager.try_ensure_parallel_info: raises 'KV cache dtype mismatch ... Both servers must "
+          "use the same --kv-cache-dtype value' (it compares the strings: auto and bfloat16 differ)"),
     Check("model-dtype", "model.dtype", "the model dtype (the KV-cache dtype under --kv-cache-dtype auto)",
-          f"{_SGLANG}mem_cache/kv_cache_dtype.py configure_kv_cache_dtype: with kv_cache_dtype auto the KV cache takes the "
-          "model dtype; the PD check compares only the string 'auto', so different --dtype values pass it and the bytes "
-          "sent no longer mean the same"),
+          f"{_SGLANG}mem_cache/kv_cache_dtype.py configure_kv_cache_dtype: with kv_cache_dtype auto the KV cache takes "
+          "the model dtype; the PD check compares only the string 'auto', so different --dtype values pass it and the "
+          "bytes sent no longer mean the same"),
     Check("page-size", "page_size", "the KV page size",
           f"{_CONN} CommonKVManager.try_ensure_parallel_info: raises 'Page size mismatch ... Both servers must use the "
           "same --page-size value'"),
     Check("transfer-backend", "disaggregation_transfer_backend", "the KV transfer backend",
           f"{_SGLANG}disaggregation/utils.py get_kv_class (and managers/disagg_service.py start_disagg_service): each "
-          "server builds the KV manager, sender, receiver and bootstrap server of its own --disaggregation-transfer-backend; a decode receiver speaks only its backend's "
-          "protocol to the prefill's bootstrap server (mooncake_tcp is Mooncake with MC_FORCE_TCP=1, "
-          "arg_groups/pd_disaggregation_hook.py handle_pd_disaggregation: a TCP transport on one side only)"),
+          "server builds the KV manager, sender, receiver and bootstrap server of its own "
+          "--disaggregation-transfer-backend; a decode receiver speaks only its backend's protocol to the prefill's "
+          "bootstrap server (mooncake_tcp is Mooncake with MC_FORCE_TCP=1, arg_groups/pd_disaggregation_hook.py "
+          "handle_pd_disaggregation: a TCP transport on one side only)"),
     Check("model-architecture", "model.architecture", "the model architecture",
-          f"{_SGLANG}disaggregation/prefill.py and decode.py: the decode server writes the KV pages it receives into its "
-          "own model's pool layer by layer (kv_args from its own model runner); nothing checks that the models are the same"),
+          f"{_SGLANG}disaggregation/prefill.py and decode.py: the decode server writes the KV pages it receives into "
+          "its own model's pool layer by layer (kv_args from its own model runner); nothing checks that the models "
+          "are the same"),
     Check("model-layers", "model.num_hidden_layers", "the number of layers",
           f"{_CONN} CommonKVManager: KV buffers are registered per layer (kv_data_ptrs, kv_item_lens); a different "
           "layer count pairs the wrong layers or runs past the pool"),
@@ -85,7 +87,8 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "model, MiniMax sparse attention, and MLA KV sharding on the prefill (--enable-kv-cache-sharding) all "
           "require equal attention TP sizes"),
     Check("pp-size", "pp_size", "the pipeline sizes (decode pp equal to prefill pp, or 1)",
-          f"{_CONN} CommonKVManager._resolve_rank_mapping: asserts 'Decode pp size should be equal to prefill pp size or 1'"),
+          f"{_CONN} CommonKVManager._resolve_rank_mapping: asserts 'Decode pp size should be equal to prefill pp size "
+          "or 1'"),
     Check("decode-attn-cp", "attn_cp_size", "the decode server's attention CP size (must be 1)",
           f"{_CONN} CommonKVManager._resolve_rank_mapping: asserts 'Decode cp size should be equal to 1'"),
     Check("decode-dcp", "dcp_size", "decode context parallelism against the prefill's layout",
@@ -94,8 +97,8 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
     # -- the nodes of one server (--nnodes > 1)
     Check("nodes-parallel", "tp_size, pp_size, nnodes, dp_size, enable_dp_attention",
           "the parallel layout every node computes its ranks from",
-          f"{_SGLANG}entrypoints/engine.py _calculate_rank_ranges: each node derives its TP and PP rank ranges from its "
-          "own tp_size, pp_size, nnodes and node_rank; nodes that disagree leave ranks missing or doubled and the "
+          f"{_SGLANG}entrypoints/engine.py _calculate_rank_ranges: each node derives its TP and PP rank ranges from "
+          "its own tp_size, pp_size, nnodes and node_rank; nodes that disagree leave ranks missing or doubled and the "
           "process group never forms"),
     Check("nodes-dist-init-addr", "dist_init_addr", "the rendezvous address (--dist-init-addr)",
           f"{_SGLANG}entrypoints/engine.py: the nodes of one server meet at --dist-init-addr (torch.distributed "
@@ -306,7 +309,8 @@ class _View:
             tp, dp, cp = (self.value(n) for n in ("tp_size", "attn_dp_size", "attn_cp_size"))
             dp = dp if isinstance(dp, int) and dp > 0 else 1
             return RoleValue(self.name, _attn_tp(tp, dp, cp), "computed",
-                             f"tp_size {tp} // attn_dp_size {dp} // attn_cp_size {cp} (runtime_context.derive_attn_tp_size)")
+                             f"tp_size {tp} // attn_dp_size {dp} // attn_cp_size {cp} "
+                             "(runtime_context.derive_attn_tp_size)")
         d = res.derivations.get(name)
         if d is not None:
             rule = d.rule.to_dict() if d.rule is not None else None
@@ -531,7 +535,8 @@ def _pair(p: _View, d: _View, mismatches: list[Mismatch], notices: list[Notice])
         if large % small:
             warn_slicing = False
             mismatches.append(Mismatch("attn-tp-ratio", "attn_tp_size",
-                                       f"attention TP sizes {p.name} {ptp.value} and {d.name} {dtp.value}: {large} is not "
+                                       f"attention TP sizes {p.name} {ptp.value} and {d.name} {dtp.value}: {large} is "
+                                       "not "
                                        f"a multiple of {small}", (ptp, dtp)))
         needs_equal = []
         if d.value("kv_cache_dtype") == "mxfp8" and not mla:
@@ -546,8 +551,8 @@ def _pair(p: _View, d: _View, mismatches: list[Mismatch], notices: list[Notice])
                                        f"{' and '.join(needs_equal)} needs them equal", (ptp, dtp)))
         elif not mla and warn_slicing:
             notices.append(Notice("pd-tp-performance", f"{p.name} and {d.name} use different attention TP sizes "
-                                  f"({ptp.value}, {dtp.value}) with a non-MLA model: SGLang transfers sliced KV heads and "
-                                  "warns 'Performance is NOT guaranteed when using different TP sizes for non-MLA "
+                                  f"({ptp.value}, {dtp.value}) with a non-MLA model: SGLang transfers sliced KV heads "
+                                  "and warns 'Performance is NOT guaranteed when using different TP sizes for non-MLA "
                                   "models'", f"{_CONN} CommonKVManager._resolve_rank_mapping"))
     ppp, dpp = p.read("pp_size"), d.read("pp_size")
     if dpp.value not in (ppp.value, 1):
@@ -889,7 +894,8 @@ def cross_node(argv: list[str], out) -> int:
     p = _parser("cross-node", "Check that the servers of one deployment agree on what must match between them: a PD "
                               "layout (prefill and decode servers: KV-cache dtype, page size, model and KV layout, "
                               "transfer backend, TP/PP/CP pairing) or the nodes of one multi-node server. Each role is "
-                              "resolved first; each mismatch comes with fixes on either side, checked by resolving again.")
+                              "resolved first; each mismatch comes with fixes on either side, checked by resolving "
+                              "again.")
     p.add_argument("file", nargs="?", metavar="FILE.json",
                    help="a JSON object of role name -> request in the batch format ({\"platform\": ..., \"args\": {...}})")
     p.add_argument("--role", action="append", default=[], metavar="NAME=FLAGS",

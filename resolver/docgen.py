@@ -24,7 +24,8 @@ def options_markdown(pack: RulePack) -> str:
     lines = [
         "# Options",
         "",
-        "Generated from the option declarations of `rules/*.yaml` by `python -m resolver.docgen > docs/options.md`; do not edit.",
+        "Generated from the option declarations of `rules/*.yaml` by `python -m resolver.docgen > docs/options.md`; do "
+        "not edit.",
         "Each option is a SGLang 0.5.23 `ServerArgs` field; the flag is SGLang's, and the JSON key",
         "(batch `args`, `values`, `derivations`) is the option name. These are the options the rules",
         "read. Every other SGLang 0.5.23 flag is accepted too, typed as SGLang types it (the table",
@@ -88,7 +89,8 @@ def kernels_markdown(adapters) -> str:
         "the evidence of each cell. Y: runs; N: cannot run (the resolver refuses it, or skips it as a default);",
         "Nr: SGLang 0.5.23's own checks refuse or rewrite it (a rule in `rules/` does the same); D: runs no kernel",
         "of its own but those of other options, whose rows decide; `~`: medium evidence; blank: unknown, neither",
-        "refused nor preferred. A narrowed row (KV dtype, MLA, the MoE weights) overrides the plain row of the same backend and",
+        "refused nor preferred. A narrowed row (KV dtype, MLA, the MoE weights) overrides the plain row of the same "
+        "backend and",
         "role; prefill, decode and draft roles read the attention rows unless they have their own.",
         "",
         "| backend | role | only for | " + " | ".join(names) + " | adapter |",

@@ -22,7 +22,8 @@ DRAFT_FACTS: dict[str, tuple[str, str]] = {
     "draft.architecture": ("architectures[0]", "the draft model class"),
     "draft.model_type": ("model_type", "the draft's model type (SGLang picks the draft's boundary reduction by it too)"),
     "draft.block_size": ("dflash_config.block_size, block_size",
-                         "a DFlash draft's block size: the tokens it drafts per step (SGLang: parse_dflash_draft_config)"),
+                         "a DFlash draft's block size: the tokens it drafts per step (SGLang: "
+                         "parse_dflash_draft_config)"),
     "draft.trtllm_mha_ok": ("layer_types, num_hidden_layers, is_causal",
                             ("every layer of the draft is sliding attention, or the draft declares is_causal: true "
                              "(DFLASH keeps a trtllm_mha draft backend only then)")),

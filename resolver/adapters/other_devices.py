@@ -11,8 +11,9 @@ from ._platforms import ALL, CUDA
 from .base import Claim, KernelAdapter, Probe, package_probe
 
 _ASCEND = ("layers/attention/ascend_backend.py imports torch_npu (Huawei Ascend's PyTorch extension) when it is "
-           "loaded and computes attention with torch.ops.npu kernels on NPU tensors; the attention registry builds "
-           "it for --attention-backend ascend, and SGLang picks it itself only on NPU devices (S41: an out-of-tree platform's own default)")
+           "loaded and computes attention with torch.ops.npu kernels on NPU tensors; the attention registry builds it "
+           "for --attention-backend ascend, and SGLang picks it itself only on NPU devices (S41: an out-of-tree "
+           "platform's own default)")
 _AMX = ("layers/attention/intel_amx_backend.py calls torch.ops.sgl_kernel.decode_attention_cpu and "
         "extend_attention_cpu, CPU kernels compiled only into sgl-kernel's CPU build (sgl-kernel/pyproject_cpu.toml: "
         "distribution sglang-kernel-cpu, sources csrc/cpu); SGLang picks intel_amx itself only on CPU devices "

@@ -40,7 +40,8 @@ ADAPTER = KernelAdapter(
         Claim("attention", ("trtllm_mla",), "refused", SM8X + SM90 + ROCM, _MLA_GATE),
         Claim("attention", ("trtllm_mla",), "unsupported", SM110,
               "R10: is_blackwell lets SM110 through (S31, S35); FlashInfer's 'auto' sends it to XQA, which raises "
-              "\"XQA MLA requires SM120a (CUDA >= 12.8) or SM121a\" (B8, M8); trtllm-gen prefill is SM100/103/107 (B7)"),
+              "\"XQA MLA requires SM120a (CUDA >= 12.8) or SM121a\" (B8, M8); trtllm-gen prefill is SM100/103/107 "
+              "(B7)"),
     ),
     limits=(
         Limit(("trtllm_mha",), "page_sizes", (16, 32, 64, 128), "S31, S19", "other sizes snap to 64"),

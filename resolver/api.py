@@ -15,7 +15,6 @@ from functools import cached_property
 from typing import Any
 
 from .adapters import registry as kernel_registry
-from .adapters.registry import WARNING_PLUGIN
 from .compiler import CompiledPack, compile_pack
 from .draft import GEMMA4_ASSISTANTS, draft_facts, find_draft
 from .engine import DurableMatcher, ReferenceMatcher
@@ -233,7 +232,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                  if fixes and conflicts and not any(c.fixes for c in conflicts) else None)
     # the adapters' own problems (a plugin that did not load, a probe without an answer) go on every
     # result they could change, so a verdict never silently rests on a missing adapter
-    kernel_notices = tuple(Notice("plugin" if w.startswith(WARNING_PLUGIN) else "probe", w) for w in kernels.warnings())
+    kernel_notices = kernels.warnings()
     return Resolution(engine, request, outcome, conflicts,
                       (*deprecations, *_architecture_notices(engine, facts), *_draft_notices(outcome, draft),
                        *kernel_notices), elsewhere)

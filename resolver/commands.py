@@ -70,7 +70,7 @@ def kernels(argv: list[str], out: TextIO) -> int:
     rows = [_adapter_row(a, probes[a.name]) for a in adapters]
     errors = [str(e) for e in reg.errors]
     # the probes shown here are this machine's: the same warnings as a --check-installed resolution
-    warnings = list(reg.checking_installed().warnings())
+    warnings = [w.message for w in reg.checking_installed().warnings()]
     if ns.format == "json":
         out.write(json.dumps({"adapters": rows, "errors": errors, "warnings": warnings}, indent=2) + "\n")
         return 0

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..installed import canonical_package
+from ..notices import Notice
 from ..platforms import ALL_PLATFORMS
 from .base import ROLE_FALLBACK, AdapterError, Claim, KernelAdapter, Probe, validate
 
@@ -35,7 +36,7 @@ __all__ = ["GROUP", "PROBE_TIMEOUT", "WARNING_PLUGIN", "WARNING_PROBE", "Registr
 GROUP = "resolver.kernels"
 #: seconds all probes together may take (they run in parallel); a probe still running then is abandoned
 PROBE_TIMEOUT = 5.0
-#: stable prefixes of the warnings about adapters (what tools may match on until warnings have codes)
+#: the prefixes that start the text of the warnings about adapters (their codes: plugin, probe)
 WARNING_PLUGIN = "plugin:"  # an entry-point adapter failed to load, clashed, or its probe failed
 WARNING_PROBE = "probe:"  # a built-in adapter's probe failed
 _BUILTIN = ("flashmla", "fa3", "fa4", "flashinfer", "trtllm", "flashinfer_sparse_mla", "tilelang", "triton", "aiter",
@@ -150,15 +151,17 @@ class Registry:
                 self._probes = _run_probes(self.adapters, PROBE_TIMEOUT)
             return dict(self._probes)
 
-    def warnings(self) -> tuple[str, ...]:
+    def warnings(self) -> tuple[Notice, ...]:
         """What a result of this registry cannot be trusted for: every plugin that did not load (its
-        claims could have changed any verdict) and, where probes count, every probe without an answer."""
-        out = [f"{WARNING_PLUGIN} {e}; its claims are not used" for e in self.errors]
+        claims could have changed any verdict) and, where probes count, every probe without an answer.
+        Each has the code ``plugin`` or ``probe``; its text starts with WARNING_PLUGIN or WARNING_PROBE."""
+        out = [Notice("plugin", f"{WARNING_PLUGIN} {e}; its claims are not used") for e in self.errors]
         for adapter in self.adapters:
             probe = (self.probed or {}).get(adapter.name)
             if isinstance(probe, AdapterError):
-                prefix = WARNING_PROBE if adapter.source == "built-in" else WARNING_PLUGIN
-                out.append(f"{prefix} {probe}; its kernels are treated as unknown (not verified on this machine)")
+                code, prefix = ("probe", WARNING_PROBE) if adapter.source == "built-in" else ("plugin", WARNING_PLUGIN)
+                out.append(Notice(code, f"{prefix} {probe}; its kernels are treated as unknown (not verified on this "
+                                        "machine)"))
         return tuple(out)
 
 

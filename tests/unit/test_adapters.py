@@ -164,7 +164,8 @@ def test_probes_run_once_per_registry_and_a_failing_one_is_reported_not_raised(m
         assert reg.probes().keys() == probes.keys() and checking is reg.checking_installed() and len(calls) == 1
         assert checking.verdict("dsa_decode", "k", "sm90").status == "unknown"
         warnings = checking.warnings()
-        assert len(warnings) == 3 and all(w.startswith("plugin: kernel adapter '") for w in warnings)
+        assert len(warnings) == 3 and all(w.code == "plugin" and w.message.startswith("plugin: kernel adapter '")
+                                          for w in warnings)
         assert reg.warnings() == ()  # the probes do not count for a named target: nothing to report
     finally:
         release.set()

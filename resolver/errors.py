@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "ResolverError",
+    "AmbiguousDefaultError",
+    "ConflictError",
+    "EngineError",
     "InputError",
+    "ResolverError",
     "RuleFileError",
     "RuleFileErrors",
-    "AmbiguousDefaultError",
-    "EngineError",
-    "ConflictError",
     "UnsupportedPythonError",
 ]
 
@@ -42,7 +42,22 @@ class RuleFileProblem:
         head = f"{self.path}:{self.line}: {self.message}"
         if self.source is None or self.column is None:
             return head
-        return f"{head}\n    {self.source}\n    {' ' * self.column}^"
+        source, column = _window(self.source, self.column)
+        return f"{head}\n    {source}\n    {' ' * column}^"
+
+
+#: characters of a source line shown under a problem; a longer line is cut around the caret
+SOURCE_WIDTH = 100
+
+
+def _window(source: str, column: int) -> tuple[str, int]:
+    """The part of ``source`` around ``column`` that fits SOURCE_WIDTH, and the caret's column in it
+    (a 10,000-character ``when:`` must not print whole, once per problem)."""
+    if len(source) <= SOURCE_WIDTH:
+        return source, column
+    start = min(max(column - SOURCE_WIDTH // 2, 0), len(source) - SOURCE_WIDTH)
+    head, tail = ("..." if start > 0 else ""), ("..." if start + SOURCE_WIDTH < len(source) else "")
+    return head + source[start:start + SOURCE_WIDTH] + tail, column - start + len(head)
 
 
 class RuleFileError(ResolverError):

@@ -10,6 +10,7 @@ import functools
 import glob
 import json
 import os
+import re
 import string
 from importlib import resources
 from typing import Any
@@ -17,14 +18,32 @@ from typing import Any
 import yaml
 
 from .conditions import Atom, Condition, ConditionError, parse_condition
-from .expressions import Expression, parse_expression
-from .errors import RuleFileErrors, RuleFileProblem
 from .draft import DRAFT_FACTS
+from .errors import RuleFileErrors, RuleFileProblem
+from .expressions import Expression, parse_expression
 from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .platforms import PLATFORM_FACTS
-from .rules import KERNEL_CONTEXT, ROLE_CONTEXT, Adjust, Compute, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
-from .safe_io import MAX_RULE_FILE_BYTES, UnreadableFile, checked_path, file_problem, read_text
+from .rules import (
+    KERNEL_CONTEXT,
+    ROLE_CONTEXT,
+    Adjust,
+    Compute,
+    Conflict,
+    Default,
+    Fact,
+    FixHint,
+    Option,
+    RulePack,
+    RuleRef,
+)
+from .safe_io import (
+    MAX_RULE_FILE_BYTES,
+    UnreadableFile,
+    checked_path,
+    file_problem,
+    read_text,
+)
 
 __all__ = ["REQUIRE_KNOWN_KERNELS", "default_rules_dir", "load_rules"]
 
@@ -59,7 +78,7 @@ class _Mapping(dict):
 
 # libyaml's parser when PyYAML has it (10x faster); the constructors stay the safe ones
 class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    def construct_mapping(self, node, deep=False):  # noqa: D102 - yaml hook
+    def construct_mapping(self, node, deep=False):
         out = _Mapping(super().construct_mapping(node, deep=True))
         out.line = node.start_mark.line + 1
         out.positions = {}
@@ -361,6 +380,7 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
         _check_template(b, c.ref, c.message, known | {"allowed", "option"})
     for a in adjusts:
         _check_template(b, a.ref, a.message, known | {"old", "new"})
+    _check_flags(b, options)
     levels = _dependency_levels(b, options, facts, computes, defaults, adjusts)
     return RulePack(directory, options, facts, tuple(defaults), tuple(adjusts), tuple(conflicts), levels, computes)
 
@@ -375,7 +395,7 @@ def kernel_option(name: str) -> str | None:
     if not name.startswith("kernel."):
         return None
     base = name[len("kernel."):]
-    return base[: -len("_why")] if base.endswith("_why") else base
+    return base.removesuffix("_why")
 
 
 def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
@@ -389,9 +409,10 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
             b.problem(ref.file, ref.line, f"option '{name}': value alias '{old}' points to '{new}', which is not a choice")
     note = rule.get("value_alias_note")
     try:
-        fields = {f for _, f, _, _ in string.Formatter().parse(note or "") if f is not None}
+        fields = set(template_fields(note or ""))
     except ValueError as exc:
-        fields = {f"<{exc}>"}
+        b.problem(ref.file, ref.line, f"option '{name}': bad value_alias_note: {exc}")
+        fields = set()
     if fields - {"flag", "value", "new"}:
         b.problem(ref.file, ref.line, f"option '{name}': value_alias_note may only use {{flag}}, {{value}} and {{new}}, "
                                       f"not {', '.join(sorted(fields - {'flag', 'value', 'new'}))}")
@@ -403,6 +424,57 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
                   choices, tuple(rule.get("aliases", ())), value_aliases, tuple(rule.get("unset_values", ())),
                   rule.get("default"), rule.get("minimum"), rule.get("kernel_role"), no_cli=no_cli,
                   value_alias_note=" ".join(rule["value_alias_note"].split()) if "value_alias_note" in rule else None)
+
+
+#: the resolver's own command-line flags (resolver/cli.py, build_parser): no option may take one
+#: (tests/test_adversarial_packs.py checks this list against the parser)
+RESOLVER_FLAGS = frozenset({
+    "-h", "--help", "--platform", "--compute-capability", "--gpu-memory-gb", "--vendor", "--model-config",
+    "--model-arch", "--check-installed", "--gpus-per-node", "--env", "--installed", "--explain", "--format", "--color",
+    "--require-known-kernels", "--strict", "--rules", "--batch", "--no-fixes",
+})
+
+
+def _check_flags(b: _Builder, options: dict[str, Option]) -> None:
+    """Every flag and alias of the pack names one option only: not a flag of the resolver itself, not
+    another option's, not an SGLang flag of another field (the command line accepts every SGLang flag),
+    and not twice in one option.  argparse would otherwise fail on the first clash when the command
+    line is built, with an internal error."""
+    # ~10 ms, once per process; a cached pack is not checked again
+    from .catalogue import catalogue
+
+    by_flag, by_dest = catalogue().by_flag, catalogue().by_dest
+    owner: dict[str, Option] = {}
+    for opt in sorted(options.values(), key=lambda o: (o.ref.file, o.ref.line)):
+        if opt.env or opt.no_cli:
+            continue
+        sglang = by_dest[opt.name].flags if opt.name in by_dest else ()
+        seen: set[str] = set()
+        for flag in (opt.flag, *opt.aliases):
+            where = "flag" if flag == opt.flag and not seen else "alias"
+            if flag in seen:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': {flag} is given twice (flag and aliases)")
+                continue
+            seen.add(flag)
+            if flag in RESOLVER_FLAGS:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': its {where} {flag} is a flag of the "
+                                                      "resolver itself (resolve --help); choose another")
+            elif flag in owner:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': its {where} {flag} already belongs "
+                                                      f"to option '{owner[flag].name}' ({_at(owner[flag])})")
+            elif flag in by_flag and by_flag[flag].dest != opt.name:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': its {where} {flag} is SGLang's flag "
+                                                      f"for {by_flag[flag].dest}; choose another")
+            owner.setdefault(flag, opt)
+        for flag in sglang:  # SGLang's other spellings of the same field (the parser adds them too)
+            if flag not in seen and flag in owner and owner[flag] is not opt:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': SGLang's flag {flag} for it already "
+                                                      f"belongs to option '{owner[flag].name}' ({_at(owner[flag])})")
+            owner.setdefault(flag, opt)
+
+
+def _at(opt: Option) -> str:
+    return f"{opt.ref.file}:{opt.ref.line}"
 
 
 def _env(ref: RuleRef, doc: str, rule: _Mapping) -> Option:
@@ -446,9 +518,39 @@ def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
                     remedy)
 
 
+#: the widest a placeholder may pad or cut its value: ``{x:999999999}`` would build a 1 GB message
+MAX_TEMPLATE_WIDTH = 200
+#: what a placeholder may say after its name: ``!r``/``!s``/``!a`` and a string format of
+#: fill/alignment, width and precision (messages spell every value as text)
+_SPEC = re.compile(r"(?:.?[<>^])?(?P<width>\d+)?(?:\.(?P<precision>\d+))?s?", re.DOTALL)
+
+
+def template_fields(template: str) -> list[str]:
+    """The placeholder names of a message template; ValueError (with the reason) when a placeholder
+    could fail or blow up when the message is rendered: a conversion other than r/s/a, a format
+    other than alignment, width and precision (up to MAX_TEMPLATE_WIDTH), a nested placeholder."""
+    fields = []
+    for _, name, spec, conversion in string.Formatter().parse(template):  # its own ValueError on bad braces
+        if name is None:
+            continue
+        where = f"'{{{name}}}'"
+        if conversion not in (None, "r", "s", "a"):
+            raise ValueError(f"{where} has the conversion '!{conversion}'; only !r, !s and !a exist")
+        match = _SPEC.fullmatch(spec or "")
+        if match is None:
+            raise ValueError(f"{where} has the format '{spec}'; a message may only align a value, give a width "
+                             f"and a precision (e.g. '{{{name}:>12.4}}')")
+        for part in ("width", "precision"):
+            number = match.group(part)
+            if number is not None and (len(number) > 4 or int(number) > MAX_TEMPLATE_WIDTH):
+                raise ValueError(f"{where} has a {part} of {number}; the limit is {MAX_TEMPLATE_WIDTH}")
+        fields.append(name)
+    return fields
+
+
 def _check_template(b: _Builder, ref: RuleRef, template: str, known: set[str]) -> None:
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        fields = template_fields(template)
     except ValueError as exc:
         b.problem(ref.file, ref.line, f"rule {ref.id}: bad message template: {exc}")
         return
@@ -461,7 +563,7 @@ def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts)
     """Options, derived facts and computed values in levels: each comes after everything its rules read."""
     nodes = set(options) | set(facts) | set(computes)
     deps: dict[str, dict[str, RuleRef]] = {n: {} for n in nodes}  # node -> {dependency: rule creating the edge}
-    real = lambda n: kernel_option(n) or n  # noqa: E731 - a kernel fact is decided with its option
+    real = lambda n: kernel_option(n) or n
     for f in facts.values():
         for n in map(real, f.when.names()):
             if n in nodes:
@@ -513,11 +615,11 @@ def _value_reads(a: Adjust) -> list[str]:
 
 
 def _find_cycle(deps, remaining) -> list[str]:
-    start = sorted(remaining)[0]
+    start = min(remaining)
     path, node = [], start
     while node not in path:
         path.append(node)
-        node = sorted(d for d in deps[node] if d in remaining)[0]
+        node = min(d for d in deps[node] if d in remaining)
     return path[path.index(node):]
 
 

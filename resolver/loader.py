@@ -98,10 +98,20 @@ class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 _LineLoader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True))
 
 
-#: YAML nodes one rule file may hold once its aliases are expanded.  The schema check and the
-#: builder walk the expanded tree, so a "billion laughs" file (aliases of aliases) would run for
-#: hours; the shipped files hold under 700 nodes each.
-MAX_YAML_NODES = 100_000
+#: YAML nodes of the whole pack once aliases are expanded.  The schema check and the builder walk the
+#: expanded tree, so a "billion laughs" file (aliases of aliases) would run for hours; loading costs
+#: about 40 microseconds a node on a quiet machine (then the rules are compiled).  The shipped pack
+#: has 14,500; at the cap a pack loads and compiles in about 5 s.
+MAX_PACK_NODES = 60_000
+#: characters of the scalars of the whole pack, aliases expanded: an alias of a long string in every
+#: rule is text the checks read again and again (the shipped pack has 354,000)
+MAX_PACK_CHARS = 4 * 2**20
+#: nesting of the YAML itself: building deeper data would overflow Python's stack (the shipped files
+#: are 6 levels deep)
+MAX_YAML_DEPTH = 32
+#: ``*.yaml`` files in a rules directory and their bytes (the shipped pack: 30 files, 430 KB)
+MAX_PACK_FILES = 256
+MAX_PACK_BYTES = 4 * 2**20
 
 
 class _TooBig(Exception):
@@ -114,44 +124,64 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
-def _expanded_size(root: yaml.Node) -> int:
-    """Nodes of ``root`` counting each alias as a full copy, stopping past MAX_YAML_NODES.
+class _Budget:
+    """What the files of one pack may still expand to (nodes and characters), spent file by file."""
 
-    Iterative and memoized: linear in the distinct nodes, however the aliases multiply.
-    """
-    sizes: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, finished = stack.pop()
-        children = _children(node)
-        if finished:
-            on_path.discard(id(node))
-            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
-            if sizes[id(node)] > MAX_YAML_NODES:
-                break
-        elif id(node) in on_path:
-            raise _TooBig("a YAML alias refers to a node that contains it (a recursive structure)")
-        elif id(node) not in sizes:
-            on_path.add(id(node))
-            stack.append((node, True))
-            stack.extend((c, False) for c in children if id(c) not in sizes)
-    return max(sizes.values(), default=0)
+    def __init__(self, nodes: int = MAX_PACK_NODES, chars: int = MAX_PACK_CHARS):
+        self.nodes, self.chars = nodes, chars
+
+    def spend(self, root: yaml.Node) -> None:
+        """Count ``root`` with each alias as a full copy and take it from the budget; _TooBig when the
+        file or the pack would go past a cap, or the YAML nests past MAX_YAML_DEPTH.
+
+        Iterative and memoized: linear in the distinct nodes, however the aliases multiply.
+        """
+        sizes: dict[int, tuple[int, int, int]] = {}  # node -> (nodes, characters, depth), expanded
+        on_path: set[int] = set()
+        stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+        while stack:
+            node, finished = stack.pop()
+            children = _children(node)
+            if finished:
+                on_path.discard(id(node))
+                parts = [sizes[id(c)] for c in children]
+                own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+                size = (1 + sum(p[0] for p in parts), own + sum(p[1] for p in parts), 1 + max((p[2] for p in parts), default=0))
+                sizes[id(node)] = size
+                if size[0] > self.nodes or size[1] > self.chars or size[2] > MAX_YAML_DEPTH:
+                    self._refuse(size)
+            elif id(node) in on_path:
+                raise _TooBig("a YAML alias refers to a node that contains it (a recursive structure)")
+            elif id(node) not in sizes:
+                if len(on_path) >= MAX_YAML_DEPTH:
+                    self._refuse((0, 0, len(on_path) + 1))
+                on_path.add(id(node))
+                stack.append((node, True))
+                stack.extend((c, False) for c in children if id(c) not in sizes)
+        nodes, chars, _ = sizes[id(root)]
+        self.nodes -= nodes
+        self.chars -= chars
+
+    def _refuse(self, size: tuple[int, int, int]) -> None:
+        nodes, _, depth = size
+        if depth > MAX_YAML_DEPTH:
+            raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep")
+        what = f"{MAX_PACK_NODES} YAML nodes" if nodes > self.nodes else f"{MAX_PACK_CHARS // 2**20} MiB of text"
+        raise _TooBig(f"with this file the rule files expand to more than {what} (counting each alias as a copy); "
+                      "a rule pack may not be larger")
 
 
-def _parse_yaml(text: str) -> Any:
-    """``yaml.load`` with the safe loader, refusing a document whose aliases expand past MAX_YAML_NODES."""
+def _parse_yaml(text: str, budget: _Budget | None = None) -> Any:
+    """``yaml.load`` with the safe loader, refusing a document whose aliases expand past the caps."""
     loader = _LineLoader(text)
     try:
         try:
             node = loader.get_single_node()
         except RecursionError:  # the pure-Python parser (no libyaml) on very deep nesting
-            raise _TooBig("YAML nested too deeply") from None
+            raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep") from None
         if node is None:
             return None
-        if _expanded_size(node) > MAX_YAML_NODES:
-            raise _TooBig(f"the file expands to more than {MAX_YAML_NODES} YAML nodes (counting each alias "
-                          "as a copy); a rule file may not be larger")
+        (budget or _Budget()).spend(node)
         return loader.construct_document(node)
     finally:
         loader.dispose()
@@ -167,13 +197,37 @@ def check_rule_files(rules: object) -> None:
     if rules is None:
         return
     directory = os.path.abspath(checked_path(rules, "--rules"))
+    paths = _rule_files(directory)
     problems = []
-    for path in sorted(glob.glob(os.path.join(glob.escape(directory), "*.yaml"))):
+    for path in paths[:MAX_PACK_FILES + 1]:
         problem = file_problem(path, MAX_RULE_FILE_BYTES)
         if problem is not None and problem != "no such file":  # a dangling link: load_rules says so
             problems.append(RuleFileProblem(_display_path(path), 0, f"cannot read: {problem}"))
+    problem = _pack_problem(paths, sum(_size(path) for path in paths[:MAX_PACK_FILES + 1]))
+    if problem is not None:
+        problems.append(RuleFileProblem(_display_path(directory), 0, problem))
     if problems:
         raise RuleFileErrors(problems)
+
+
+def _rule_files(directory: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(glob.escape(directory), "*.yaml")))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
+
+
+def _pack_problem(paths: list[str], size: int) -> str | None:
+    """Why a pack of these files, ``size`` bytes in all, is too big to load in seconds (None if it is not)."""
+    if len(paths) > MAX_PACK_FILES:
+        return f"{len(paths)} rule files (*.yaml); a rule pack may have at most {MAX_PACK_FILES}"
+    if size > MAX_PACK_BYTES:
+        return f"the rule files hold {size} bytes together; a rule pack may hold at most {MAX_PACK_BYTES // 2**20} MiB"
+    return None
 
 
 def load_rules(directory: str | None = None) -> RulePack:
@@ -183,30 +237,19 @@ def load_rules(directory: str | None = None) -> RulePack:
     if not os.path.isdir(directory):
         problems.append(RuleFileProblem(directory, 0, "the rules directory does not exist"))
         raise RuleFileErrors(problems)
-    paths = sorted(glob.glob(os.path.join(directory, "*.yaml")))
+    paths = _rule_files(directory)
     if not paths:
         problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory"))
         raise RuleFileErrors(problems)
     shipped = directory == os.path.abspath(default_rules_dir())
+    too_many = _pack_problem(paths, 0)
+    if too_many is not None:
+        raise RuleFileErrors([RuleFileProblem(_display_path(directory), 0, too_many)])
+    documents, over_cap = _read_documents(directory, paths, shipped, problems)
+    if over_cap:
+        raise RuleFileErrors(problems)  # over a cap: nothing more is checked (that is where the time would go)
     entries: list[tuple[str, _Mapping, list[str]]] = []
-    for path in paths:
-        # the shipped pack is cited as rules/NAME wherever it is installed
-        rel = os.path.join("rules", os.path.basename(path)) if shipped else _display_path(path)
-        try:
-            # a regular file under the size cap: a FIFO or /dev/zero is refused unread
-            text = read_text(path, MAX_RULE_FILE_BYTES)
-        except UnreadableFile as exc:
-            problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc.reason}"))
-            continue
-        try:
-            data = _parse_yaml(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            problems.append(RuleFileProblem(rel, (mark.line + 1) if mark else 0, f"YAML error: {getattr(exc, 'problem', exc)}"))
-            continue
-        except _TooBig as exc:
-            problems.append(RuleFileProblem(rel, 0, str(exc)))
-            continue
+    for rel, text, data in documents:
         lines = text.splitlines()
         if not isinstance(data, dict):
             problems.append(RuleFileProblem(rel, 1, "a rule file is a mapping with 'schema' and 'rules'"))
@@ -227,6 +270,38 @@ def load_rules(directory: str | None = None) -> RulePack:
     if problems:
         raise RuleFileErrors(problems)
     return pack
+
+
+def _read_documents(directory: str, paths: list[str], shipped: bool,
+                    problems: list[RuleFileProblem]) -> tuple[list[tuple[str, str, Any]], bool]:
+    """Every rule file read and parsed, as (file as cited, text, data), within the caps on bytes and on
+    what the YAML expands to; what cannot be read or parsed is a problem instead.  The flag says
+    whether a cap was reached (the pack is then refused without further checks)."""
+    documents, over_cap = [], False
+    budget, read = _Budget(), 0  # what the files read so far expanded to, and their bytes
+    for path in paths:
+        # the shipped pack is cited as rules/NAME wherever it is installed
+        rel = os.path.join("rules", os.path.basename(path)) if shipped else _display_path(path)
+        try:
+            # a regular file under the size cap: a FIFO or /dev/zero is refused unread
+            text = read_text(path, MAX_RULE_FILE_BYTES)
+        except UnreadableFile as exc:
+            problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc.reason}"))
+            continue
+        read += len(text)
+        too_big = _pack_problem(paths, read)
+        if too_big is not None:  # the files grew since get_engine's check, or it was not made (docgen, lint)
+            problems.append(RuleFileProblem(_display_path(directory), 0, too_big))
+            return documents, True
+        try:
+            documents.append((rel, text, _parse_yaml(text, budget)))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            problems.append(RuleFileProblem(rel, (mark.line + 1) if mark else 0, f"YAML error: {getattr(exc, 'problem', exc)}"))
+        except _TooBig as exc:
+            problems.append(RuleFileProblem(rel, 0, str(exc)))
+            over_cap = True
+    return documents, over_cap
 
 
 def _display_path(path: str) -> str:

@@ -19,10 +19,11 @@ import yaml
 
 from .conditions import Atom, Condition, ConditionError, parse_condition
 from .draft import DRAFT_FACTS
-from .errors import RuleFileErrors, RuleFileProblem
+from .errors import InputError, RuleFileErrors, RuleFileProblem
 from .expressions import Expression, parse_expression
 from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
+from .numbers import engine_value
 from .platforms import PLATFORM_FACTS
 from .rules import (
     KERNEL_CONTEXT,
@@ -564,6 +565,11 @@ def _check_value(b: _Builder, ref: RuleRef, options: dict[str, Option], name: st
         b.problem(ref.file, ref.line, f"rule {ref.id}: '{key}' names unknown option '{name}'{_did_you_mean(name, set(options))}")
     elif opt.choices and value is not None and value not in opt.choices:
         b.problem(ref.file, ref.line, f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})")
+    else:
+        try:  # a value the engine cannot hold (nan, inf, 1e-07): refused here, not when a fix or conflict uses it
+            engine_value(value, f"rule {ref.id}: '{key}' value of {name}")
+        except InputError as exc:
+            b.problem(ref.file, ref.line, str(exc))
 
 
 def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:

@@ -17,8 +17,8 @@ from typing import Any
 from .adapters import registry as kernel_registry
 from .adapters.registry import WARNING_PLUGIN
 from .compiler import CompiledPack, compile_pack
-from .engine import DurableMatcher, ReferenceMatcher
 from .draft import GEMMA4_ASSISTANTS, draft_facts, find_draft
+from .engine import DurableMatcher, ReferenceMatcher
 from .errors import ConflictError, InputError
 from .fixes import attach_fixes, platforms_that_resolve
 from .installed import installed_facts
@@ -79,7 +79,9 @@ def _load_and_compile(directory: str) -> tuple[RulePack, CompiledPack]:
 
 def get_engine(rules: str | None = None) -> Engine:
     """The engine for a rules directory (default: the shipped rules), built once and cached."""
-    if rules is not None and not rules.strip():  # an empty --rules is a mistake, not "the shipped rules"
+    if rules is not None and not isinstance(rules, (str, os.PathLike)):
+        raise InputError(f"--rules: expected a path, got {type(rules).__name__}")
+    if rules is not None and not os.fspath(rules).strip():  # an empty --rules is a mistake, not "the shipped rules"
         raise InputError("--rules: the path is empty")
     check_rule_files(rules)  # a NUL in the path, a FIFO or /dev/zero link as a rule file: refused before any read
     directory = os.path.abspath(rules or default_rules_dir())

@@ -521,7 +521,11 @@ def _check_flags(b: _Builder, options: dict[str, Option]) -> None:
 
     by_flag, by_dest = catalogue().by_flag, catalogue().by_dest
     owner: dict[str, Option] = {}
-    for opt in sorted(options.values(), key=lambda o: (o.ref.file, o.ref.line)):
+    # an option whose flag is SGLang's for its own field claims it first: the other one is the culprit
+    def rightful(o: Option) -> bool:
+        return o.name in by_dest and o.flag in by_dest[o.name].flags
+
+    for opt in sorted(options.values(), key=lambda o: (not rightful(o), o.ref.file, o.ref.line)):
         if opt.env or opt.no_cli:
             continue
         sglang = by_dest[opt.name].flags if opt.name in by_dest else ()

@@ -99,20 +99,23 @@ class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 _LineLoader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True))
 
 
-#: YAML nodes of the whole pack once aliases are expanded.  The schema check and the builder walk the
-#: expanded tree, so a "billion laughs" file (aliases of aliases) would run for hours; loading costs
-#: about 40 microseconds a node on a quiet machine (then the rules are compiled).  The shipped pack
-#: has 14,500; at the cap a pack loads and compiles in about 5 s.
-MAX_PACK_NODES = 60_000
+#: YAML nodes of one rule file, and of the whole pack, once aliases are expanded.  The schema check
+#: and the builder walk the expanded tree, so a "billion laughs" file (aliases of aliases) would run
+#: for hours.  The shipped pack has 14,500 nodes (under 2,000 a file); benchmarks/bench.py pads it
+#: to 16 times its compiled rules (230,000 nodes), and the shipped rules are expected to grow about
+#: tenfold.  Loading costs about 50 microseconds a node (most of it the schema check), so a pack at
+#: the cap takes some 20 s to load and compile; past the cap it is refused within a second or two.
+MAX_YAML_NODES = 100_000
+MAX_PACK_NODES = 400_000
 #: characters of the scalars of the whole pack, aliases expanded: an alias of a long string in every
-#: rule is text the checks read again and again (the shipped pack has 354,000)
-MAX_PACK_CHARS = 4 * 2**20
+#: rule is text the checks read again and again (the shipped pack has 354,000; x16 1.7 million)
+MAX_PACK_CHARS = 8 * 2**20
 #: nesting of the YAML itself: building deeper data would overflow Python's stack (the shipped files
 #: are 7 levels deep)
 MAX_YAML_DEPTH = 32
-#: ``*.yaml`` files in a rules directory and their bytes (the shipped pack: 30 files, 430 KB)
+#: ``*.yaml`` files in a rules directory and their bytes (the shipped pack: 30 files, 430 KB; x16 2.2 MB)
 MAX_PACK_FILES = 256
-MAX_PACK_BYTES = 4 * 2**20
+MAX_PACK_BYTES = 6 * 2**20
 
 
 class _TooBig(Exception):
@@ -128,8 +131,8 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 class _Budget:
     """What the files of one pack may still expand to (nodes and characters), spent file by file."""
 
-    def __init__(self, nodes: int = MAX_PACK_NODES, chars: int = MAX_PACK_CHARS):
-        self.nodes, self.chars = nodes, chars
+    def __init__(self) -> None:
+        self.nodes, self.chars = MAX_PACK_NODES, MAX_PACK_CHARS
 
     def spend(self, root: yaml.Node) -> None:
         """Count ``root`` with each alias as a full copy and take it from the budget; _TooBig when the
@@ -137,6 +140,7 @@ class _Budget:
 
         Iterative and memoized: linear in the distinct nodes, however the aliases multiply.
         """
+        nodes_cap = min(MAX_YAML_NODES, self.nodes)
         sizes: dict[int, tuple[int, int, int]] = {}  # node -> (nodes, characters, depth), expanded
         on_path: set[int] = set()
         stack: list[tuple[yaml.Node, bool]] = [(root, False)]
@@ -149,13 +153,15 @@ class _Budget:
                 own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
                 size = (1 + sum(p[0] for p in parts), own + sum(p[1] for p in parts), 1 + max((p[2] for p in parts), default=0))
                 sizes[id(node)] = size
-                if size[0] > self.nodes or size[1] > self.chars or size[2] > MAX_YAML_DEPTH:
-                    self._refuse(size)
+                if size[2] > MAX_YAML_DEPTH:  # an alias of a deep node inside a deep node
+                    raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep")
+                if size[0] > nodes_cap or size[1] > self.chars:
+                    self._refuse(size[0])
             elif id(node) in on_path:
                 raise _TooBig("a YAML alias refers to a node that contains it (a recursive structure)")
             elif id(node) not in sizes:
                 if len(on_path) >= MAX_YAML_DEPTH:
-                    self._refuse((0, 0, len(on_path) + 1))
+                    raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep")
                 on_path.add(id(node))
                 stack.append((node, True))
                 stack.extend((c, False) for c in children if id(c) not in sizes)
@@ -163,10 +169,10 @@ class _Budget:
         self.nodes -= nodes
         self.chars -= chars
 
-    def _refuse(self, size: tuple[int, int, int]) -> None:
-        nodes, _, depth = size
-        if depth > MAX_YAML_DEPTH:
-            raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep")
+    def _refuse(self, nodes: int) -> None:
+        if nodes > MAX_YAML_NODES:
+            raise _TooBig(f"the file expands to more than {MAX_YAML_NODES} YAML nodes (counting each alias "
+                          "as a copy); a rule file may not be larger")
         what = f"{MAX_PACK_NODES} YAML nodes" if nodes > self.nodes else f"{MAX_PACK_CHARS // 2**20} MiB of text"
         raise _TooBig(f"with this file the rule files expand to more than {what} (counting each alias as a copy); "
                       "a rule pack may not be larger")
@@ -571,7 +577,7 @@ def _check_value(b: _Builder, ref: RuleRef, options: dict[str, Option], name: st
         b.problem(ref.file, ref.line, f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})")
     else:
         try:  # a value the engine cannot hold (nan, inf, 1e-07): refused here, not when a fix or conflict uses it
-            engine_value(value, f"rule {ref.id}: '{key}' value of {name}")
+            engine_value(value, f"rule {ref.id}: value" if key == "option" else f"rule {ref.id}: {key} {name}")
         except InputError as exc:
             b.problem(ref.file, ref.line, str(exc))
 

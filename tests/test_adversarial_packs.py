@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver import ConflictError, InputError, resolve
+from resolver import ConflictError, InputError, loader, resolve
 from resolver.cli import build_parser, main
 from resolver.conditions import MAX_BRANCHES, MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH
 from resolver.errors import RuleFileErrors
@@ -28,8 +28,8 @@ from resolver.loader import (
     MAX_PACK_BYTES,
     MAX_PACK_CHARS,
     MAX_PACK_FILES,
-    MAX_PACK_NODES,
     MAX_TEMPLATE_WIDTH,
+    MAX_YAML_NODES,
     RESOLVER_FLAGS,
     default_rules_dir,
     load_rules,
@@ -267,7 +267,7 @@ def test_a_billion_laughs(tmp_path, where):
         "fixes": bomb + ("schema: resolver/1\nrules:\n  - {id: conflict.x, kind: conflict, doc: d, when: page_size == 1, "
                          "message: m, fixes: *a8}\n"),
     }[where]
-    _refused(tmp_path, {"laughs.yaml": text}, f"expand to more than {MAX_PACK_NODES} YAML nodes", bounded=True)
+    _refused(tmp_path, {"laughs.yaml": text}, f"expands to more than {MAX_YAML_NODES} YAML nodes", bounded=True)
 
 
 def test_a_long_string_aliased_into_every_rule(tmp_path):
@@ -279,14 +279,24 @@ def test_a_long_string_aliased_into_every_rule(tmp_path):
 
 
 def test_a_file_of_too_many_nodes(tmp_path):
-    text = "schema: resolver/1\nrules: [" + "1, " * MAX_PACK_NODES + "]\n"
-    _refused(tmp_path, {"nodes.yaml": text}, f"more than {MAX_PACK_NODES} YAML nodes")
+    text = "schema: resolver/1\nrules: [" + "1, " * MAX_YAML_NODES + "]\n"
+    _refused(tmp_path, {"nodes.yaml": text}, f"the file expands to more than {MAX_YAML_NODES} YAML nodes")
 
 
-def test_files_of_too_many_nodes_together(tmp_path):
-    # each file alone is under the cap; the pack is not: refused before any file is schema-checked
-    half = "schema: resolver/1\nrules: [" + "1, " * (MAX_PACK_NODES // 2) + "]\n"
-    _refused(tmp_path, {"a.yaml": half, "b.yaml": half}, "with this file the rule files expand to more than")
+def test_files_of_too_many_nodes_together(tmp_path, monkeypatch):
+    # each file alone is under its cap, the pack is not: refused before any file is schema-checked
+    # (a smaller pack cap keeps the test fast; the count is the same code at any cap)
+    monkeypatch.setattr(loader, "MAX_PACK_NODES", 3_000)
+    part = "schema: resolver/1\nrules: [" + "1, " * 1_000 + "]\n"
+    _refused(tmp_path, {f"part{i}.yaml": part for i in range(3)},
+             "part2.yaml:0: with this file the rule files expand to more than 3000 YAML nodes")
+
+
+def test_aliases_nesting_past_the_cap(tmp_path):
+    # each anchor nests 20 levels; an alias of one inside another nests 40
+    deep = "[" * 20 + "1" + "]" * 20
+    text = f"schema: resolver/1\na: &a {deep}\nrules: " + "[" * 20 + "*a" + "]" * 20 + "\n"
+    _refused(tmp_path, {"deep.yaml": text}, "the YAML nests more than 32 levels deep")
 
 
 def test_yaml_nested_too_deeply(tmp_path):

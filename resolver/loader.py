@@ -141,30 +141,37 @@ class _Budget:
         Iterative and memoized: linear in the distinct nodes, however the aliases multiply.
         """
         nodes_cap = min(MAX_YAML_NODES, self.nodes)
-        sizes: dict[int, tuple[int, int, int]] = {}  # node -> (nodes, characters, depth), expanded
+        scalar = yaml.ScalarNode
+        sizes: dict[int, tuple[int, int, int]] = {}  # collection -> (nodes, characters, depth), expanded
         on_path: set[int] = set()
-        stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+        stack: list[tuple[yaml.Node, list[yaml.Node] | None]] = [(root, None)]
         while stack:
-            node, finished = stack.pop()
-            children = _children(node)
-            if finished:
+            node, children = stack.pop()
+            if isinstance(node, scalar):  # only the root can be one here: scalars are counted by their parent
+                sizes[id(node)] = (1, len(node.value), 1)
+            elif children is not None:  # all children counted: count the node
                 on_path.discard(id(node))
-                parts = [sizes[id(c)] for c in children]
-                own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
-                size = (1 + sum(p[0] for p in parts), own + sum(p[1] for p in parts), 1 + max((p[2] for p in parts), default=0))
-                sizes[id(node)] = size
-                if size[2] > MAX_YAML_DEPTH:  # an alias of a deep node inside a deep node
+                nodes, chars, depth = 1, 0, 0
+                for child in children:
+                    if isinstance(child, scalar):
+                        nodes, chars, depth = nodes + 1, chars + len(child.value), max(depth, 1)
+                    else:
+                        n, c, d = sizes[id(child)]
+                        nodes, chars, depth = nodes + n, chars + c, max(depth, d)
+                sizes[id(node)] = (nodes, chars, depth + 1)
+                if depth + 1 > MAX_YAML_DEPTH:  # an alias of a deep node inside a deep node
                     raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep")
-                if size[0] > nodes_cap or size[1] > self.chars:
-                    self._refuse(size[0])
+                if nodes > nodes_cap or chars > self.chars:
+                    self._refuse(nodes)
             elif id(node) in on_path:
                 raise _TooBig("a YAML alias refers to a node that contains it (a recursive structure)")
             elif id(node) not in sizes:
                 if len(on_path) >= MAX_YAML_DEPTH:
                     raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep")
+                children = _children(node)
                 on_path.add(id(node))
-                stack.append((node, True))
-                stack.extend((c, False) for c in children if id(c) not in sizes)
+                stack.append((node, children))
+                stack.extend((c, None) for c in children if not isinstance(c, scalar) and id(c) not in sizes)
         nodes, chars, _ = sizes[id(root)]
         self.nodes -= nodes
         self.chars -= chars

@@ -524,6 +524,10 @@ RESOLVER_FLAGS = frozenset({
 })
 
 
+#: the attribute each of the resolver's own flags is stored in (an option of that name would share it)
+_RESOLVER_DESTS = {f.lstrip("-").replace("-", "_"): f for f in RESOLVER_FLAGS if f.startswith("--")}
+
+
 def _check_flags(b: _Builder, options: dict[str, Option]) -> None:
     """Every flag and alias of the pack names one option only: not a flag of the resolver itself, not
     another option's, not an SGLang flag of another field (the command line accepts every SGLang flag),
@@ -539,7 +543,12 @@ def _check_flags(b: _Builder, options: dict[str, Option]) -> None:
         return o.name in by_dest and o.flag in by_dest[o.name].flags
 
     for opt in sorted(options.values(), key=lambda o: (not rightful(o), o.ref.file, o.ref.line)):
-        if opt.env or opt.no_cli:
+        if opt.env:
+            continue
+        if opt.name in _RESOLVER_DESTS:  # argparse would store both in one attribute
+            b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': the name is the resolver's own "
+                                                  f"{_RESOLVER_DESTS[opt.name]}; choose another")
+        if opt.no_cli:
             continue
         sglang = by_dest[opt.name].flags if opt.name in by_dest else ()
         seen: set[str] = set()

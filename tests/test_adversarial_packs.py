@@ -210,6 +210,13 @@ def test_an_option_flag_that_collides(tmp_path, flag, aliases, needle):
     _refused(tmp_path, {"flag.yaml": _option(flag, aliases)}, needle)
 
 
+@pytest.mark.parametrize("name", ["format", "rules", "platform", "help"])
+def test_an_option_named_like_a_resolver_flag(tmp_path, name):
+    # argparse would store the option and the resolver's own flag in one attribute
+    _refused(tmp_path, {"name.yaml": _option("--adversarial-switch", name=name)},
+             f"option '{name}': the name is the resolver's own --{name}; choose another")
+
+
 def test_two_new_options_with_one_flag(tmp_path):
     files = {"a.yaml": _option("--adversarial-switch"),
              "b.yaml": _option("--adversarial-switch", name="other_switch").replace("option.adversarial", "option.other")}

@@ -98,6 +98,20 @@ class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 
 _LineLoader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True))
 
+#: digits of a YAML integer (Python refuses over 4,300 with a bare ValueError; real values have few)
+MAX_INT_DIGITS = 100
+
+
+def _construct_int(loader: _LineLoader, node: yaml.ScalarNode) -> int:
+    digits = sum(ch.isdigit() for ch in node.value)  # checked before int() does quadratic work or raises
+    if digits > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(None, None, f"an integer of {digits} digits (the limit is "
+                                                f"{MAX_INT_DIGITS})", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
 
 #: YAML nodes of one rule file, and of the whole pack, once aliases are expanded.  The schema check
 #: and the builder walk the expanded tree, so a "billion laughs" file (aliases of aliases) would run

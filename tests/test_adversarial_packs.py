@@ -311,6 +311,13 @@ def test_yaml_nested_too_deeply(tmp_path):
              "the YAML nests more than 32 levels deep")
 
 
+@pytest.mark.parametrize("number", ["9" * 5000, "1:" * 3000 + "1"], ids=["5000-digits", "sexagesimal"])
+def test_a_yaml_integer_of_thousands_of_digits(tmp_path, number):
+    # Python's int() refuses past 4,300 digits with a bare ValueError
+    text = f"schema: resolver/1\nrules:\n  - {{id: default.x, kind: default, doc: d, set: {{page_size: 1}}, priority: {number}}}\n"
+    _refused(tmp_path, {"int.yaml": text}, "int.yaml:3: YAML error: an integer of")
+
+
 def test_a_30_mb_pack(tmp_path):
     directory = _pack(tmp_path, {})
     for i in range(30):

@@ -79,7 +79,9 @@ def _load_and_compile(directory: str) -> tuple[RulePack, CompiledPack]:
 
 def get_engine(rules: str | None = None) -> Engine:
     """The engine for a rules directory (default: the shipped rules), built once and cached."""
-    if rules is not None and not rules.strip():  # an empty --rules is a mistake, not "the shipped rules"
+    if rules is not None and not isinstance(rules, (str, os.PathLike)):
+        raise InputError(f"--rules: expected a path, got {type(rules).__name__}")
+    if rules is not None and not os.fspath(rules).strip():  # an empty --rules is a mistake, not "the shipped rules"
         raise InputError("--rules: the path is empty")
     check_rule_files(rules)  # a NUL in the path, a FIFO or /dev/zero link as a rule file: refused before any read
     directory = os.path.abspath(rules or default_rules_dir())

@@ -18,12 +18,12 @@ import traceback
 from typing import Any, TextIO
 
 from .api import Engine, resolve_request
-from .errors import ResolverError
+from .errors import InputError, ResolverError
 from .explain import to_json_dict
 from .safe_io import MAX_LINE_CHARS, parse_json
 from .terminal import Output, escape
 
-__all__ = ["REQUEST_KEYS", "run_batch", "resolve_line"]
+__all__ = ["REQUEST_KEYS", "resolve_line", "run_batch"]
 
 #: the keys of a batch request (also read by resolve diff --requests): the contract's, plus the
 #: oracle's request format (SGLang's own resolution run as a test tool), so any of its cases can be
@@ -92,6 +92,18 @@ def request_kwargs(req: dict[str, Any], strict: bool = False, require_known_kern
             "env": req.get("env"), "gpus_per_node": overrides.get("gpus_per_node")}
 
 
+def _check_text(text: str, what: str) -> None:
+    """InputError unless ``text`` is valid Unicode: a line read with ``surrogateescape`` holds each byte
+    that is not UTF-8 as a lone surrogate (U+DC80-U+DCFF), which the engine and the output refuse."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        if 0xDC80 <= code <= 0xDCFF and what == "the line":
+            raise InputError(f"the line is not UTF-8 text (byte 0x{code - 0xDC00:02x} at column {exc.start + 1})") from None
+        raise InputError(f"{what} is not valid Unicode text (it holds the lone surrogate U+{code:04X})") from None
+
+
 def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True,
                  require_known_kernels: bool = False) -> dict[str, Any]:
     """Resolve one batch line into its result object (never raises a ResolverError)."""
@@ -99,10 +111,13 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
     try:
         if len(line) > MAX_LINE_CHARS:  # json.loads would hold it all, and more, in memory
             raise ResolverError(f"the line is longer than the {MAX_LINE_CHARS // 2**20} MiB limit for a request")
+        _check_text(line, "the line")  # bytes that are not UTF-8 arrive as lone surrogates (surrogateescape)
         try:
             req = parse_json(line, "the request")  # caps nesting depth and integer length
         except json.JSONDecodeError as exc:
             raise ResolverError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+        # a JSON escape can spell a lone surrogate too ("\ud800"): no text of a request may hold one
+        _check_text(json.dumps(req, ensure_ascii=False), "a string of the request")
         if not isinstance(req, dict):
             raise ResolverError("a request must be a JSON object")
         rid = req.get("id")

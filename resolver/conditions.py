@@ -33,13 +33,20 @@ from typing import Any
 from .errors import InputError
 from .numbers import engine_value
 
-__all__ = ["TRUE", "Atom", "Condition", "ConditionError", "parse_condition"]
+__all__ = ["MAX_BRANCHES", "MAX_EXPRESSION_CHARS", "MAX_EXPRESSION_DEPTH", "TRUE", "Atom", "Condition", "ConditionError",
+           "parse_condition", "parse_tree"]
 
 _ORDERED = {"lt", "le", "gt", "ge"}
 _NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "in": "notin", "notin": "in"}
 _SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in", "notin": "not in", "join": "=="}
 _LITERAL_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
-_MAX_BRANCHES = 64
+#: DNF branches of one ``when:``; counted before anything is expanded (a product of 24 two-way
+#: choices would otherwise build 2**24 branches)
+MAX_BRANCHES = _MAX_BRANCHES = 64
+#: characters of one ``when:`` or ``value:`` (the shipped pack's longest has 2,640)
+MAX_EXPRESSION_CHARS = 10_000
+#: nesting of its syntax tree, in ast nodes (the shipped pack's deepest has 14)
+MAX_EXPRESSION_DEPTH = 64
 
 
 class ConditionError(Exception):
@@ -157,19 +164,69 @@ class Condition:
 TRUE = Condition("true", ((),))
 
 
+def parse_tree(text: str, what: str) -> ast.expr:
+    """The syntax tree of one ``when:`` or ``value:`` (``what`` names it), within the caps on its length
+    and nesting; else :class:`ConditionError`.
+
+    Python's parser turns very deep input (20,000 ``not``, 300 nested parentheses) into a
+    MemoryError or RecursionError rather than a SyntaxError; the length cap keeps that cheap and
+    both become a ConditionError here.  The depth is measured without recursion, so the walks of
+    the tree that follow (normal form, checks) stay far from Python's recursion limit.
+    """
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ConditionError(f"'{what}' is {len(text)} characters long (the limit is {MAX_EXPRESSION_CHARS}); "
+                             "split the rule or name a part of it as a fact")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ConditionError(f"invalid syntax in '{what}': {exc.msg}", max((exc.offset or 1) - 1, 0)) from None
+    except (MemoryError, RecursionError):  # the parser's own stack: nesting far past MAX_EXPRESSION_DEPTH
+        raise ConditionError(f"'{what}' is nested more than {MAX_EXPRESSION_DEPTH} levels deep") from None
+    level: list[ast.AST] = [tree.body]
+    for _ in range(MAX_EXPRESSION_DEPTH):
+        level = [child for node in level for child in ast.iter_child_nodes(node)]
+        if not level:
+            return tree.body
+    raise ConditionError(f"'{what}' is nested more than {MAX_EXPRESSION_DEPTH} levels deep",
+                         getattr(level[0], "col_offset", 0))
+
+
 def parse_condition(text: str | None) -> Condition:
     """Parse a ``when:`` string; raise :class:`ConditionError` with a column on failure."""
     if text is None or not str(text).strip():
         return TRUE
     text = " ".join(str(text).split())  # YAML folded scalars: one logical line, columns stay meaningful
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise ConditionError(f"invalid syntax in 'when': {exc.msg}", max((exc.offset or 1) - 1, 0)) from None
-    branches = _dnf(tree.body)
-    if len(branches) > _MAX_BRANCHES:
+    body = parse_tree(text, "when")
+    _count_branches(body)  # before expanding: the expansion itself could be exponential
+    branches = _dnf(body)
+    if len(branches) > _MAX_BRANCHES:  # pragma: no cover - _count_branches refuses first
         raise ConditionError(f"'when' expands to {len(branches)} alternatives (limit {_MAX_BRANCHES}); split the rule")
     return Condition(text, tuple(branches))
+
+
+def _count_branches(node: ast.AST, negated: bool = False) -> int:
+    """How many DNF branches ``node`` expands to, refusing (ConditionError) as soon as any part of it
+    expands past MAX_BRANCHES: so no part is ever expanded past the cap, even one that a ``false``
+    beside it would discard.  Recursive: parse_tree bounds the depth."""
+    if isinstance(node, ast.BoolOp):
+        is_and = isinstance(node.op, ast.And) != negated
+        counts = [_count_branches(v, negated) for v in node.values]
+        total = 1 if is_and else 0
+        for c in counts:
+            total = total * c if is_and else total + c
+            if total > _MAX_BRANCHES:
+                raise ConditionError(f"'when' expands to more than {_MAX_BRANCHES} alternatives (its disjunctive "
+                                     "normal form); split the rule or name a part of it as a fact",
+                                     getattr(node, "col_offset", 0))
+        return total
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _count_branches(node.operand, not negated)
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool) or _literal_name(node):
+        try:
+            return 1 if bool(_literal(node)) != negated else 0
+        except ConditionError:
+            return 1  # _dnf reports it with its column
+    return 1
 
 
 def _dnf(node: ast.AST, negated: bool = False) -> list[Branch]:
@@ -178,6 +235,8 @@ def _dnf(node: ast.AST, negated: bool = False) -> list[Branch]:
         parts = [_dnf(v, negated) for v in node.values]
         if not is_and:
             return [b for p in parts for b in p]
+        if not all(parts):  # a part that never holds: the conjunction never holds
+            return []
         out: list[Branch] = [()]
         for p in parts:
             out = [x + y for x in out for y in p]

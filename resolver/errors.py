@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "ResolverError",
+    "AmbiguousDefaultError",
+    "ConflictError",
+    "EngineError",
     "InputError",
+    "ResolverError",
     "RuleFileError",
     "RuleFileErrors",
-    "AmbiguousDefaultError",
-    "EngineError",
-    "ConflictError",
     "UnsupportedPythonError",
 ]
 
@@ -37,20 +37,36 @@ class RuleFileProblem:
     message: str
     column: int | None = None
     source: str | None = None  # the offending line, for the caret
-    #: the stable kind of problem, set where it is raised (lint reports it as its check): syntax, schema,
-    #: unknown-name, unknown-value, duplicate, cycle, missing-doc, missing-message, engine-safety, unreadable, limit
+    #: the stable kind of problem, set where it is raised; lint reports it as its check (resolver.lint.CHECKS):
+    #: syntax, schema (also a file that cannot be read or a pack over a cap), unknown-name, unknown-value,
+    #: duplicate, cycle, missing-doc, missing-message, engine-safety
     code: str = "schema"
 
     def caret(self) -> str:
         """The offending line with a caret under the column, when both are known ("" otherwise)."""
         if self.source is None or self.column is None:
             return ""
-        return f"    {self.source}\n    {' ' * self.column}^"
+        source, column = _window(self.source, self.column)
+        return f"    {source}\n    {' ' * column}^"
 
     def render(self) -> str:
         head = f"{self.path}:{self.line}: {self.message}"
         caret = self.caret()
         return f"{head}\n{caret}" if caret else head
+
+
+#: characters of a source line shown under a problem; a longer line is cut around the caret
+SOURCE_WIDTH = 100
+
+
+def _window(source: str, column: int) -> tuple[str, int]:
+    """The part of ``source`` around ``column`` that fits SOURCE_WIDTH, and the caret's column in it
+    (a 10,000-character ``when:`` must not print whole, once per problem)."""
+    if len(source) <= SOURCE_WIDTH:
+        return source, column
+    start = min(max(column - SOURCE_WIDTH // 2, 0), len(source) - SOURCE_WIDTH)
+    head, tail = ("..." if start > 0 else ""), ("..." if start + SOURCE_WIDTH < len(source) else "")
+    return head + source[start:start + SOURCE_WIDTH] + tail, column - start + len(head)
 
 
 class RuleFileError(ResolverError):

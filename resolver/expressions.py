@@ -26,7 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import ConditionError, _is_name, _literal, _literal_name, _name
+from .conditions import (
+    ConditionError,
+    _is_name,
+    _literal,
+    _literal_name,
+    _name,
+    parse_tree,
+)
 
 __all__ = ["Expression", "cached_expression", "parse_expression"]
 
@@ -66,10 +73,7 @@ def cached_expression(text: str) -> Expression:
 def parse_expression(text: str) -> Expression:
     """Parse a ``value:``; raise :class:`~resolver.conditions.ConditionError` with a column on failure."""
     text = " ".join(str(text).split())
-    try:
-        tree = ast.parse(text, mode="eval").body
-    except SyntaxError as exc:
-        raise ConditionError(f"invalid syntax in 'value': {exc.msg}", max((exc.offset or 1) - 1, 0)) from None
+    tree = parse_tree(text, "value")  # capped length and nesting (20,000 unary minuses cannot crash the parser)
     if sum(1 for _ in ast.walk(tree)) > _MAX_NODES:
         raise ConditionError(f"'value' is longer than {_MAX_NODES} terms; split it into several compute rules")
     names: dict[str, None] = {}

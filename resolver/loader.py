@@ -10,6 +10,7 @@ import functools
 import glob
 import json
 import os
+import re
 import string
 from importlib import resources
 from typing import Any
@@ -18,13 +19,26 @@ import yaml
 
 from .conditions import Atom, Condition, ConditionError, parse_condition
 from .draft import DRAFT_FACTS
-from .errors import RuleFileErrors, RuleFileProblem
+from .errors import InputError, RuleFileErrors, RuleFileProblem
 from .expressions import Expression, parse_expression
 from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
+from .numbers import engine_value
 from .platforms import PLATFORM_FACTS
 from .provenance import fact_name, kernel_fact, kernel_why_fact
-from .rules import KERNEL_CONTEXT, ROLE_CONTEXT, Adjust, Compute, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
+from .rules import (
+    KERNEL_CONTEXT,
+    ROLE_CONTEXT,
+    Adjust,
+    Compute,
+    Conflict,
+    Default,
+    Fact,
+    FixHint,
+    Option,
+    RulePack,
+    RuleRef,
+)
 from .safe_io import MAX_RULE_FILE_BYTES, UnreadableFile, checked_path, file_problem, read_text
 
 __all__ = ["REQUIRE_KNOWN_KERNELS", "default_rules_dir", "load_rules"]
@@ -60,7 +74,7 @@ class _Mapping(dict):
 
 # libyaml's parser when PyYAML has it (10x faster); the constructors stay the safe ones
 class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    def construct_mapping(self, node, deep=False):  # noqa: D102 - yaml hook
+    def construct_mapping(self, node, deep=False):
         out = _Mapping(super().construct_mapping(node, deep=True))
         out.line = node.start_mark.line + 1
         out.positions = {}
@@ -79,11 +93,38 @@ class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 
 _LineLoader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True))
 
+#: digits of a YAML integer (Python refuses over 4,300 with a bare ValueError; real values have few)
+MAX_INT_DIGITS = 100
 
-#: YAML nodes one rule file may hold once its aliases are expanded.  The schema check and the
-#: builder walk the expanded tree, so a "billion laughs" file (aliases of aliases) would run for
-#: hours; the shipped files hold under 700 nodes each.
+
+def _construct_int(loader: _LineLoader, node: yaml.ScalarNode) -> int:
+    digits = sum(ch.isdigit() for ch in node.value)  # checked before int() does quadratic work or raises
+    if digits > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(None, None, f"an integer of {digits} digits (the limit is "
+                                                f"{MAX_INT_DIGITS})", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+#: YAML nodes of one rule file, and of the whole pack, once aliases are expanded.  The schema check
+#: and the builder walk the expanded tree, so a "billion laughs" file (aliases of aliases) would run
+#: for hours.  The shipped pack has 14,500 nodes (under 2,000 a file); benchmarks/bench.py pads it
+#: to 16 times its compiled rules (230,000 nodes), and the shipped rules are expected to grow about
+#: tenfold.  Loading costs about 50 microseconds a node (most of it the schema check), so a pack at
+#: the cap takes some 20 s to load and compile; past the cap it is refused within a second or two.
 MAX_YAML_NODES = 100_000
+MAX_PACK_NODES = 400_000
+#: characters of the scalars of the whole pack, aliases expanded: an alias of a long string in every
+#: rule is text the checks read again and again (the shipped pack has 354,000; x16 1.7 million)
+MAX_PACK_CHARS = 8 * 2**20
+#: nesting of the YAML itself: building deeper data would overflow Python's stack (the shipped files
+#: are 7 levels deep)
+MAX_YAML_DEPTH = 32
+#: ``*.yaml`` files in a rules directory and their bytes (the shipped pack: 30 files, 430 KB; x16 2.2 MB)
+MAX_PACK_FILES = 256
+MAX_PACK_BYTES = 6 * 2**20
 
 
 class _TooBig(Exception):
@@ -96,44 +137,74 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
-def _expanded_size(root: yaml.Node) -> int:
-    """Nodes of ``root`` counting each alias as a full copy, stopping past MAX_YAML_NODES.
+class _Budget:
+    """What the files of one pack may still expand to (nodes and characters), spent file by file."""
 
-    Iterative and memoized: linear in the distinct nodes, however the aliases multiply.
-    """
-    sizes: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, finished = stack.pop()
-        children = _children(node)
-        if finished:
-            on_path.discard(id(node))
-            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
-            if sizes[id(node)] > MAX_YAML_NODES:
-                break
-        elif id(node) in on_path:
-            raise _TooBig("a YAML alias refers to a node that contains it (a recursive structure)")
-        elif id(node) not in sizes:
-            on_path.add(id(node))
-            stack.append((node, True))
-            stack.extend((c, False) for c in children if id(c) not in sizes)
-    return max(sizes.values(), default=0)
+    def __init__(self) -> None:
+        self.nodes, self.chars = MAX_PACK_NODES, MAX_PACK_CHARS
+
+    def spend(self, root: yaml.Node) -> None:
+        """Count ``root`` with each alias as a full copy and take it from the budget; _TooBig when the
+        file or the pack would go past a cap, or the YAML nests past MAX_YAML_DEPTH.
+
+        Iterative and memoized: linear in the distinct nodes, however the aliases multiply.
+        """
+        nodes_cap = min(MAX_YAML_NODES, self.nodes)
+        scalar = yaml.ScalarNode
+        sizes: dict[int, tuple[int, int, int]] = {}  # collection -> (nodes, characters, depth), expanded
+        on_path: set[int] = set()
+        stack: list[tuple[yaml.Node, list[yaml.Node] | None]] = [(root, None)]
+        while stack:
+            node, children = stack.pop()
+            if isinstance(node, scalar):  # only the root can be one here: scalars are counted by their parent
+                sizes[id(node)] = (1, len(node.value), 1)
+            elif children is not None:  # all children counted: count the node
+                on_path.discard(id(node))
+                nodes, chars, depth = 1, 0, 0
+                for child in children:
+                    if isinstance(child, scalar):
+                        nodes, chars, depth = nodes + 1, chars + len(child.value), max(depth, 1)
+                    else:
+                        n, c, d = sizes[id(child)]
+                        nodes, chars, depth = nodes + n, chars + c, max(depth, d)
+                sizes[id(node)] = (nodes, chars, depth + 1)
+                if depth + 1 > MAX_YAML_DEPTH:  # an alias of a deep node inside a deep node
+                    raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep")
+                if nodes > nodes_cap or chars > self.chars:
+                    self._refuse(nodes)
+            elif id(node) in on_path:
+                raise _TooBig("a YAML alias refers to a node that contains it (a recursive structure)")
+            elif id(node) not in sizes:
+                if len(on_path) >= MAX_YAML_DEPTH:
+                    raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep")
+                children = _children(node)
+                on_path.add(id(node))
+                stack.append((node, children))
+                stack.extend((c, None) for c in children if not isinstance(c, scalar) and id(c) not in sizes)
+        nodes, chars, _ = sizes[id(root)]
+        self.nodes -= nodes
+        self.chars -= chars
+
+    def _refuse(self, nodes: int) -> None:
+        if nodes > MAX_YAML_NODES:
+            raise _TooBig(f"the file expands to more than {MAX_YAML_NODES} YAML nodes (counting each alias "
+                          "as a copy); a rule file may not be larger")
+        what = f"{MAX_PACK_NODES} YAML nodes" if nodes > self.nodes else f"{MAX_PACK_CHARS // 2**20} MiB of text"
+        raise _TooBig(f"with this file the rule files expand to more than {what} (counting each alias as a copy); "
+                      "a rule pack may not be larger")
 
 
-def _parse_yaml(text: str) -> Any:
-    """``yaml.load`` with the safe loader, refusing a document whose aliases expand past MAX_YAML_NODES."""
+def _parse_yaml(text: str, budget: _Budget | None = None) -> Any:
+    """``yaml.load`` with the safe loader, refusing a document whose aliases expand past the caps."""
     loader = _LineLoader(text)
     try:
         try:
             node = loader.get_single_node()
         except RecursionError:  # the pure-Python parser (no libyaml) on very deep nesting
-            raise _TooBig("YAML nested too deeply") from None
+            raise _TooBig(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep") from None
         if node is None:
             return None
-        if _expanded_size(node) > MAX_YAML_NODES:
-            raise _TooBig(f"the file expands to more than {MAX_YAML_NODES} YAML nodes (counting each alias "
-                          "as a copy); a rule file may not be larger")
+        (budget or _Budget()).spend(node)
         return loader.construct_document(node)
     finally:
         loader.dispose()
@@ -149,13 +220,37 @@ def check_rule_files(rules: object) -> None:
     if rules is None:
         return
     directory = os.path.abspath(checked_path(rules, "--rules"))
+    paths = _rule_files(directory)
     problems = []
-    for path in sorted(glob.glob(os.path.join(glob.escape(directory), "*.yaml"))):
+    for path in paths[:MAX_PACK_FILES + 1]:
         problem = file_problem(path, MAX_RULE_FILE_BYTES)
         if problem is not None and problem != "no such file":  # a dangling link: load_rules says so
-            problems.append(RuleFileProblem(_display_path(path), 0, f"cannot read: {problem}", code="unreadable"))
+            problems.append(RuleFileProblem(_display_path(path), 0, f"cannot read: {problem}", code="schema"))
+    problem = _pack_problem(paths, sum(_size(path) for path in paths[:MAX_PACK_FILES + 1]))
+    if problem is not None:
+        problems.append(RuleFileProblem(_display_path(directory), 0, problem, code="schema"))
     if problems:
         raise RuleFileErrors(problems)
+
+
+def _rule_files(directory: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(glob.escape(directory), "*.yaml")))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
+
+
+def _pack_problem(paths: list[str], size: int) -> str | None:
+    """Why a pack of these files, ``size`` bytes in all, is too big to load in seconds (None if it is not)."""
+    if len(paths) > MAX_PACK_FILES:
+        return f"{len(paths)} rule files (*.yaml); a rule pack may have at most {MAX_PACK_FILES}"
+    if size > MAX_PACK_BYTES:
+        return f"the rule files hold {size} bytes together; a rule pack may hold at most {MAX_PACK_BYTES // 2**20} MiB"
+    return None
 
 
 def load_rules(directory: str | None = None) -> RulePack:
@@ -163,32 +258,21 @@ def load_rules(directory: str | None = None) -> RulePack:
     directory = os.path.abspath(directory or default_rules_dir())
     problems: list[RuleFileProblem] = []
     if not os.path.isdir(directory):
-        problems.append(RuleFileProblem(directory, 0, "the rules directory does not exist", code="unreadable"))
+        problems.append(RuleFileProblem(directory, 0, "the rules directory does not exist", code="schema"))
         raise RuleFileErrors(problems)
-    paths = sorted(glob.glob(os.path.join(directory, "*.yaml")))
+    paths = _rule_files(directory)
     if not paths:
-        problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory", code="unreadable"))
+        problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory", code="schema"))
         raise RuleFileErrors(problems)
     shipped = directory == os.path.abspath(default_rules_dir())
+    too_many = _pack_problem(paths, 0)
+    if too_many is not None:
+        raise RuleFileErrors([RuleFileProblem(_display_path(directory), 0, too_many, code="schema")])
+    documents, over_cap = _read_documents(directory, paths, shipped, problems)
+    if over_cap:
+        raise RuleFileErrors(problems)  # over a cap: nothing more is checked (that is where the time would go)
     entries: list[tuple[str, _Mapping, list[str]]] = []
-    for path in paths:
-        # the shipped pack is cited as rules/NAME wherever it is installed
-        rel = os.path.join("rules", os.path.basename(path)) if shipped else _display_path(path)
-        try:
-            # a regular file under the size cap: a FIFO or /dev/zero is refused unread
-            text = read_text(path, MAX_RULE_FILE_BYTES)
-        except UnreadableFile as exc:
-            problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc.reason}", code="unreadable"))
-            continue
-        try:
-            data = _parse_yaml(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            problems.append(RuleFileProblem(rel, (mark.line + 1) if mark else 0, f"YAML error: {getattr(exc, 'problem', exc)}", code="syntax"))
-            continue
-        except _TooBig as exc:
-            problems.append(RuleFileProblem(rel, 0, str(exc), code="unreadable"))
-            continue
+    for rel, text, data in documents:
         lines = text.splitlines()
         if not isinstance(data, dict):
             problems.append(RuleFileProblem(rel, 1, "a rule file is a mapping with 'schema' and 'rules'"))
@@ -209,6 +293,39 @@ def load_rules(directory: str | None = None) -> RulePack:
     if problems:
         raise RuleFileErrors(problems)
     return pack
+
+
+def _read_documents(directory: str, paths: list[str], shipped: bool,
+                    problems: list[RuleFileProblem]) -> tuple[list[tuple[str, str, Any]], bool]:
+    """Every rule file read and parsed, as (file as cited, text, data), within the caps on bytes and on
+    what the YAML expands to; what cannot be read or parsed is a problem instead.  The flag says
+    whether a cap was reached (the pack is then refused without further checks)."""
+    documents, over_cap = [], False
+    budget, read = _Budget(), 0  # what the files read so far expanded to, and their bytes
+    for path in paths:
+        # the shipped pack is cited as rules/NAME wherever it is installed
+        rel = os.path.join("rules", os.path.basename(path)) if shipped else _display_path(path)
+        try:
+            # a regular file under the size cap: a FIFO or /dev/zero is refused unread
+            text = read_text(path, MAX_RULE_FILE_BYTES)
+        except UnreadableFile as exc:
+            problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc.reason}", code="schema"))
+            continue
+        read += len(text)
+        too_big = _pack_problem(paths, read)
+        if too_big is not None:  # the files grew since get_engine's check, or it was not made (docgen, lint)
+            problems.append(RuleFileProblem(_display_path(directory), 0, too_big, code="schema"))
+            return documents, True
+        try:
+            documents.append((rel, text, _parse_yaml(text, budget)))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            problems.append(RuleFileProblem(rel, (mark.line + 1) if mark else 0,
+                                            f"YAML error: {getattr(exc, 'problem', exc)}", code="syntax"))
+        except _TooBig as exc:
+            problems.append(RuleFileProblem(rel, 0, str(exc), code="schema"))
+            over_cap = True
+    return documents, over_cap
 
 
 def _display_path(path: str) -> str:
@@ -374,6 +491,7 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
         _check_template(b, c.ref, c.message, known | {"allowed", "option"})
     for a in adjusts:
         _check_template(b, a.ref, a.message, known | {"old", "new"})
+    _check_flags(b, options)
     levels = _dependency_levels(b, options, facts, computes, defaults, adjusts)
     return RulePack(directory, options, facts, tuple(defaults), tuple(adjusts), tuple(conflicts), levels, computes)
 
@@ -400,9 +518,10 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
             b.problem(ref.file, ref.line, f"option '{name}': value alias '{old}' points to '{new}', which is not a choice", code="unknown-value")
     note = rule.get("value_alias_note")
     try:
-        fields = {f for _, f, _, _ in string.Formatter().parse(note or "") if f is not None}
+        fields = set(template_fields(note or ""))
     except ValueError as exc:
-        fields = {f"<{exc}>"}
+        b.problem(ref.file, ref.line, f"option '{name}': bad value_alias_note: {exc}")
+        fields = set()
     if fields - {"flag", "value", "new"}:
         b.problem(ref.file, ref.line, f"option '{name}': value_alias_note may only use {{flag}}, {{value}} and {{new}}, "
                                       f"not {', '.join(sorted(fields - {'flag', 'value', 'new'}))}")
@@ -416,6 +535,70 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
                   value_alias_note=" ".join(rule["value_alias_note"].split()) if "value_alias_note" in rule else None)
 
 
+#: the resolver's own command-line flags (resolver/cli.py, build_parser): no option may take one
+#: (tests/test_adversarial_packs.py checks this list against the parser)
+RESOLVER_FLAGS = frozenset({
+    "-h", "--help", "--platform", "--compute-capability", "--gpu-memory-gb", "--vendor", "--model-config",
+    "--model-arch", "--check-installed", "--gpus-per-node", "--env", "--installed", "--explain", "--format", "--color",
+    "--require-known-kernels", "--strict", "--rules", "--batch", "--no-fixes",
+})
+
+
+#: the attribute each of the resolver's own flags is stored in (an option of that name would share it)
+_RESOLVER_DESTS = {f.lstrip("-").replace("-", "_"): f for f in RESOLVER_FLAGS if f.startswith("--")}
+
+
+def _check_flags(b: _Builder, options: dict[str, Option]) -> None:
+    """Every flag and alias of the pack names one option only: not a flag of the resolver itself, not
+    another option's, not an SGLang flag of another field (the command line accepts every SGLang flag),
+    and not twice in one option.  argparse would otherwise fail on the first clash when the command
+    line is built, with an internal error."""
+    # ~10 ms, once per process; a cached pack is not checked again
+    from .catalogue import catalogue
+
+    by_flag, by_dest = catalogue().by_flag, catalogue().by_dest
+    owner: dict[str, Option] = {}
+    # an option whose flag is SGLang's for its own field claims it first: the other one is the culprit
+    def rightful(o: Option) -> bool:
+        return o.name in by_dest and o.flag in by_dest[o.name].flags
+
+    for opt in sorted(options.values(), key=lambda o: (not rightful(o), o.ref.file, o.ref.line)):
+        if opt.env:
+            continue
+        if opt.name in _RESOLVER_DESTS:  # argparse would store both in one attribute
+            b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': the name is the resolver's own "
+                                                  f"{_RESOLVER_DESTS[opt.name]}; choose another", code="duplicate")
+        if opt.no_cli:
+            continue
+        sglang = by_dest[opt.name].flags if opt.name in by_dest else ()
+        seen: set[str] = set()
+        for flag in (opt.flag, *opt.aliases):
+            where = "flag" if flag == opt.flag and not seen else "alias"
+            if flag in seen:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': {flag} is given twice (flag and aliases)", code="duplicate")
+                continue
+            seen.add(flag)
+            if flag in RESOLVER_FLAGS:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': its {where} {flag} is a flag of the "
+                                                      "resolver itself (resolve --help); choose another", code="duplicate")
+            elif flag in owner:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': its {where} {flag} already belongs "
+                                                      f"to option '{owner[flag].name}' ({_at(owner[flag])})", code="duplicate")
+            elif flag in by_flag and by_flag[flag].dest != opt.name:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': its {where} {flag} is SGLang's flag "
+                                                      f"for {by_flag[flag].dest}; choose another", code="duplicate")
+            owner.setdefault(flag, opt)
+        for flag in sglang:  # SGLang's other spellings of the same field (the parser adds them too)
+            if flag not in seen and flag in owner and owner[flag] is not opt:
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': SGLang's flag {flag} for it already "
+                                                      f"belongs to option '{owner[flag].name}' ({_at(owner[flag])})", code="duplicate")
+            owner.setdefault(flag, opt)
+
+
+def _at(opt: Option) -> str:
+    return f"{opt.ref.file}:{opt.ref.line}"
+
+
 def _env(ref: RuleRef, doc: str, rule: _Mapping) -> Option:
     """An environment variable SGLang sets: an option whose values are the variable's text."""
     name = rule["name"]
@@ -427,7 +610,13 @@ def _check_value(b: _Builder, ref: RuleRef, options: dict[str, Option], name: st
     if opt is None:
         b.problem(ref.file, ref.line, f"rule {ref.id}: '{key}' names unknown option '{name}'{_did_you_mean(name, set(options))}", code="unknown-name")
     elif opt.choices and value is not None and value not in opt.choices:
-        b.problem(ref.file, ref.line, f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})", code="unknown-value")
+        b.problem(ref.file, ref.line, f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})",
+                  code="unknown-value")
+    else:
+        try:  # a value the engine cannot hold (nan, inf, 1e-07): refused here, not when a fix or conflict uses it
+            engine_value(value, f"rule {ref.id}: value" if key == "option" else f"rule {ref.id}: {key} {name}")
+        except InputError as exc:
+            b.problem(ref.file, ref.line, str(exc), code="engine-safety")
 
 
 def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
@@ -457,9 +646,39 @@ def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
                     remedy)
 
 
+#: the widest a placeholder may pad or cut its value: ``{x:999999999}`` would build a 1 GB message
+MAX_TEMPLATE_WIDTH = 200
+#: what a placeholder may say after its name: ``!r``/``!s``/``!a`` and a string format of
+#: fill/alignment, width and precision (messages spell every value as text)
+_SPEC = re.compile(r"(?:.?[<>^])?(?P<width>\d+)?(?:\.(?P<precision>\d+))?s?", re.DOTALL)
+
+
+def template_fields(template: str) -> list[str]:
+    """The placeholder names of a message template; ValueError (with the reason) when a placeholder
+    could fail or blow up when the message is rendered: a conversion other than r/s/a, a format
+    other than alignment, width and precision (up to MAX_TEMPLATE_WIDTH), a nested placeholder."""
+    fields = []
+    for _, name, spec, conversion in string.Formatter().parse(template):  # its own ValueError on bad braces
+        if name is None:
+            continue
+        where = f"'{{{name}}}'"
+        if conversion not in (None, "r", "s", "a"):
+            raise ValueError(f"{where} has the conversion '!{conversion}'; only !r, !s and !a exist")
+        match = _SPEC.fullmatch(spec or "")
+        if match is None:
+            raise ValueError(f"{where} has the format '{spec}'; a message may only align a value, give a width "
+                             f"and a precision (e.g. '{{{name}:>12.4}}')")
+        for part in ("width", "precision"):
+            number = match.group(part)
+            if number is not None and (len(number) > 4 or int(number) > MAX_TEMPLATE_WIDTH):
+                raise ValueError(f"{where} has a {part} of {number}; the limit is {MAX_TEMPLATE_WIDTH}")
+        fields.append(name)
+    return fields
+
+
 def _check_template(b: _Builder, ref: RuleRef, template: str, known: set[str]) -> None:
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        fields = template_fields(template)
     except ValueError as exc:
         b.problem(ref.file, ref.line, f"rule {ref.id}: bad message template: {exc}")
         return
@@ -472,7 +691,7 @@ def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts)
     """Options, derived facts and computed values in levels: each comes after everything its rules read."""
     nodes = set(options) | set(facts) | set(computes)
     deps: dict[str, dict[str, RuleRef]] = {n: {} for n in nodes}  # node -> {dependency: rule creating the edge}
-    real = lambda n: kernel_option(n) or n  # noqa: E731 - a kernel fact is decided with its option
+    real = lambda n: kernel_option(n) or n
     for f in facts.values():
         for n in map(real, f.when.names()):
             if n in nodes:
@@ -524,11 +743,11 @@ def _value_reads(a: Adjust) -> list[str]:
 
 
 def _find_cycle(deps, remaining) -> list[str]:
-    start = sorted(remaining)[0]
+    start = min(remaining)
     path, node = [], start
     while node not in path:
         path.append(node)
-        node = sorted(d for d in deps[node] if d in remaining)[0]
+        node = min(d for d in deps[node] if d in remaining)
     return path[path.index(node):]
 
 

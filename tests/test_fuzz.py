@@ -8,7 +8,7 @@ import shutil
 import sys
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from resolver.api import get_engine
@@ -40,6 +40,11 @@ WHENS = st.one_of(st.text(max_size=30), st.sampled_from([
         {"id": "conflict.fuzz", "kind": k, "doc": "d", "when": w, "message": "m {kv_cache_dtype}"}]}),
         WHENS, st.sampled_from(["conflict", "fact", "default", "adjust"])),
 ))
+# the cases found once by chance are drawn on every run (a NUL byte, a lone surrogate, a deep or exploding when:)
+@example("\x00")
+@example("schema: resolver/1\nrules: []\n\x00")
+@example("schema: resolver/1\nrules:\n  - {id: conflict.x, kind: conflict, doc: d, message: m, when: '" + "not " * 3000 + "x'}\n")
+@example("schema: resolver/1\nrules:\n  - {id: conflict.x, kind: conflict, doc: d, message: '{x!z}', when: page_size == 1}\n")
 def test_any_rule_file_loads_or_fails_with_file_and_line(tmp_path_factory, text):
     directory = tmp_path_factory.mktemp("rules")
     shutil.copy(os.path.join(get_engine().pack.directory, "options.yaml"), directory / "options.yaml")
@@ -80,6 +85,11 @@ lines = st.one_of(
 
 @FUZZ
 @given(lines)
+@example("\x00")
+@example('{"id": 1, "platform": "h100\\u0000"}')
+@example('{"id": 1, "platform": "h100", "model_path": "\\u0000"}')
+@example('{"id": 1, "platform": "h100", "args": {"served_model_name": "\\ud800"}}')
+@example('{"id": 1, "platform": "h100", "model_arch": "\udcff"}')  # a byte that is not UTF-8, as surrogateescape reads it
 def test_any_batch_line_gives_a_result_never_an_internal_error(line):
     result = resolve_line(get_engine(), line)
     assert result["status"] in ("resolved", "conflict", "error") and not result.get("internal"), result
@@ -95,6 +105,10 @@ flags = st.lists(st.one_of(
 
 @FUZZ
 @given(flags)
+@example(["--rules", "\x00"])
+@example(["--model-config", "\x00"])
+@example(["--rules", ""])
+@example(["--model-arch", "\x00"])
 def test_any_command_line_exits_0_1_or_2(argv):
     out, err = io.StringIO(), io.StringIO()
     code = main(["--platform", "h100", "--model-arch", "LlamaForCausalLM", *argv], out, err)

@@ -16,10 +16,9 @@ import subprocess
 import pytest
 
 from resolver.api import get_engine
-
-from .conftest import ROOT
 from tools.sglang_diff import oracle_lock
 
+from .conftest import ROOT
 from .oracle import ORACLE, oracle_python
 from .test_parity import DIVERGENCE_RULES
 

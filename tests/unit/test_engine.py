@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+import resolver.engine as engine_module
 from resolver.api import get_engine, resolve_request
 from resolver.compiler import EngineNetwork, compile_pack, part_ruleset
-import resolver.engine as engine_module
 from resolver.engine import DurableMatcher, ReferenceMatcher
 from resolver.engine_values import constant, fact_fields, fact_value
 from resolver.errors import EngineError, InputError, RuleFileErrors

@@ -56,7 +56,8 @@ def test_every_request_gets_a_result(batch_results):
 
 def _compare(case, result):
     sg = case["sglang"]
-    if result["status"] == "error" and "invalid value" in result["error"] and any(v in result["error"] for v in NOT_OFFERED):
+    if (result["status"] == "error" and "invalid value" in result["error"]
+            and any(v in result["error"] for v in NOT_OFFERED)):
         return None if sg["status"] == "error" else "not-offered"
     if sg["status"] == "error":
         if result["status"] == "resolved":

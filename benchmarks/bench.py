@@ -181,7 +181,8 @@ def sglang_paired(count: int, repeat: int = 5) -> list[tuple[str, float, float, 
     from sglang_diff import as_launched, launches, oracle_lock
 
     oracle = os.environ.get("SGLANG_ORACLE_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "oracle")
-    python = os.environ.get("SGLANG_ORACLE_PYTHON") or os.path.join(os.path.dirname(ROOT), ".oracle-venv", "bin", "python")
+    python = (os.environ.get("SGLANG_ORACLE_PYTHON")
+              or os.path.join(os.path.dirname(ROOT), ".oracle-venv", "bin", "python"))
     if not (os.path.isfile(python) and os.path.isdir(oracle)):
         return None
     requests = {r["id"]: r for r in launches(20261201, count)}
@@ -233,9 +234,11 @@ def main():
                             "--dsa-decode-backend", "tilelang"], n_cli)
     ms = lambda s: f"{s * 1000:.2f} ms"  # noqa: E731
     rows = [
-        ("resolve() warm, resolved request (p50 / p99)", f"{ms(resolve_p50)} / {ms(resolve_p99)}", resolve_p50 / floor_p50),
+        ("resolve() warm, resolved request (p50 / p99)", f"{ms(resolve_p50)} / {ms(resolve_p99)}",
+         resolve_p50 / floor_p50),
         ("engine run only, durable-rules (p50 / p99)", f"{ms(run_p50)} / {ms(run_p99)}", run_p50 / floor_p50),
-        ("floor: bare durable-rules session, same facts and firings (p50 / p99)", f"{ms(floor_p50)} / {ms(floor_p99)}", 1.0),
+        ("floor: bare durable-rules session, same facts and firings (p50 / p99)", f"{ms(floor_p50)} / {ms(floor_p99)}",
+         1.0),
         ("same run on the plain-Python reference matcher (p50)", ms(ref_p50), ref_p50 / floor_p50),
         ("conflict with checked fixes, the seed case (p50)", ms(seed_p50), seed_p50 / resolve_p50),
         ("CLI, process start to output, resolved", ms(cli), cli / base_cli),
@@ -246,9 +249,11 @@ def main():
         ("batch throughput, plain-Python evaluation of the same compiled rules", f"{reference_rps:.0f}/s", 1.0),
     ]
     base_p50 = scaling[0][-1]
-    rows += [(f"engine run, pack x{c}: {rules} rules in {parts} part{'s' * (parts > 1)} (CPU p50)", ms(p50), p50 / base_p50)
+    rows += [(f"engine run, pack x{c}: {rules} rules in {parts} part{'s' * (parts > 1)} (CPU p50)", ms(p50),
+              p50 / base_p50)
              for c, rules, parts, _, _, _, p50 in scaling]
-    print(f"launch-resolver benchmark ({'smoke' if a.smoke else 'full'}; n={n}, cli n={n_cli}; Python {sys.version.split()[0]})")
+    print(f"launch-resolver benchmark ({'smoke' if a.smoke else 'full'}; n={n}, cli n={n_cli}; "
+          f"Python {sys.version.split()[0]})")
     print(f"{'measure':<72} {'time':>22}  ratio")
     for name, value, ratio in rows:
         print(f"{name:<72} {value:>22}  {ratio:5.2f}x")
@@ -260,8 +265,8 @@ def main():
           f"{'ratio':>6} {'work ratio':>10} {'us per work':>11}")
     base_work = scaling[0][3] + scaling[0][4]
     for c, rules, parts, facts, fired, build, p50 in scaling:
-        print(f"x{c:<4} {rules:>6} {parts:>5} {facts:>6} {fired:>6} {build:>11.2f}s {ms(p50):>10} {p50 / base_p50:>5.2f}x "
-              f"{(facts + fired) / base_work:>9.2f}x {p50 * 1e6 / (facts + fired):>11.1f}")
+        print(f"x{c:<4} {rules:>6} {parts:>5} {facts:>6} {fired:>6} {build:>11.2f}s {ms(p50):>10} "
+              f"{p50 / base_p50:>5.2f}x {(facts + fired) / base_work:>9.2f}x {p50 * 1e6 / (facts + fired):>11.1f}")
     if a.sglang:
         print()
         print_sglang_rows(a.sglang)

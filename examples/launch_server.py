@@ -34,7 +34,8 @@ from resolver.integrations.argparse import add_resolver_arguments, resolve_names
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="launch_server", description="Start a (pretend) LLM server.")
-    parser.add_argument("--model-path", required=True, help="a config.json, a directory holding one, or a catalogued model id")
+    parser.add_argument("--model-path", required=True,
+                        help="a config.json, a directory holding one, or a catalogued model id")
     parser.add_argument("--port", type=int, default=30000, help="port to listen on")
     parser.add_argument("--kv-cache-dtype", default="auto", help="the launcher's own KV-cache flag")
     add_resolver_arguments(parser)

@@ -114,7 +114,8 @@ class Catalogue:
         if kind in ("int", "int_suffix", "float"):
             typed = _number(value, kind)
             if typed is None:
-                what = {"int": "an integer", "int_suffix": "an integer (1k, 1M, 1Ki also work)", "float": "a number"}[kind]
+                what = {"int": "an integer", "int_suffix": "an integer (1k, 1M, 1Ki also work)",
+                        "float": "a number"}[kind]
                 raise InputError(f"{where}: expected {what}, got {_short(value)}")
             value = typed
         elif not isinstance(value, str):

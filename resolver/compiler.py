@@ -39,8 +39,8 @@ from .errors import InputError, RuleFileErrors, RuleFileProblem
 from .numbers import engine_value
 from .rules import Adjust, Conflict, Default, Fact, RulePack
 
-__all__ = ["SINK", "SINK_RULE", "CompiledBranch", "CompiledPack", "EngineNetwork", "NetworkLoad", "check_safe_subset", "compile_pack",
-           "fact_keys", "part_ruleset"]
+__all__ = ["SINK", "SINK_RULE", "CompiledBranch", "CompiledPack", "EngineNetwork", "NetworkLoad", "check_safe_subset",
+           "compile_pack", "fact_keys", "part_ruleset"]
 
 SINK = "_sink"
 #: P7: durable-rules refuses a fact that no rule's tests let through.  The matcher asserts into a
@@ -386,10 +386,11 @@ class EngineNetwork:
     ``problems`` lists ``(rule key, message)`` for every limit the ruleset crosses, citing the
     rule whose test crossed it; ``load`` is how much of each limit it uses.  The network is
     rebuilt as the engine builds it: tests are shared by property, operator and constant; a
-    join, and what follows an ``$or``, belong to one rule.  Tests still to visit while a fact walks the network (the engine's stack of 64)
-    depend on the fact: every value that can make a difference is tried (null, each constant
-    tested, a number in each interval between numeric constants, another string, both
-    booleans), and siblings are assumed visited in the worst order.
+    join, and what follows an ``$or``, belong to one rule.  Tests still to visit while a fact
+    walks the network (the engine's stack of 64) depend on the fact: every value that can make
+    a difference is tried (null, each constant tested, a number in each interval between
+    numeric constants, another string, both booleans), and siblings are assumed visited in the
+    worst order.
     """
 
     def __init__(self, ruleset: dict[str, dict], walk: bool = True):
@@ -481,9 +482,9 @@ class EngineNetwork:
         self.load.tests_after = max(self.load.tests_after, parent.hashed)
         if parent.hashed == ENGINE_MAX_TESTS_AFTER + 1:
             what = "different facts are tested" if parent.prop == "t" else f"different tests follow {_show(parent)}"
-            self._problem(key, f"{parent.hashed} {what} (each value of an `in` list and each `==` between facts counts); "
-                               f"durable-rules 2.0.28 takes at most {ENGINE_MAX_TESTS_AFTER} and loops forever past "
-                               "that")
+            self._problem(key, f"{parent.hashed} {what} (each value of an `in` list and each `==` between facts "
+                               f"counts); durable-rules 2.0.28 takes at most {ENGINE_MAX_TESTS_AFTER} and loops "
+                               "forever past that")
 
     def _link(self, node: _Test, alt: _Test, key: str) -> None:
         node.alts.append(alt)

@@ -28,8 +28,8 @@ from .explain import show_value
 from .options import to_argv
 from .wording import origin_text
 
-__all__ = ["CHECKS", "COMPARED", "Change", "Check", "CrossFix", "CrossNodeResult", "Mismatch", "Notice", "RoleSpec", "RoleValue",
-           "check_roles", "render_text", "role_from_request"]
+__all__ = ["CHECKS", "COMPARED", "Change", "Check", "CrossFix", "CrossNodeResult", "Mismatch", "Notice", "RoleSpec",
+           "RoleValue", "check_roles", "render_text", "role_from_request"]
 
 #: the most roles one check takes (each is a resolution, and each fix another)
 MAX_ROLES = 64
@@ -113,16 +113,16 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
 
 #: every field some check reads, as the JSON shows each role's values
 COMPARED = ("disaggregation_mode", "kv_cache_dtype", "dtype", "page_size", "disaggregation_transfer_backend",
-            "model.dtype", "model.architecture", "model.num_hidden_layers", "model.kv_layout", "tp_size", "attn_dp_size",
-            "attn_cp_size", "attn_tp_size", "pp_size", "dcp_size", "enable_kv_cache_sharding", "nnodes", "node_rank",
-            "dist_init_addr", "dp_size", "enable_dp_attention")
+            "model.dtype", "model.architecture", "model.num_hidden_layers", "model.kv_layout", "tp_size",
+            "attn_dp_size", "attn_cp_size", "attn_tp_size", "pp_size", "dcp_size", "enable_kv_cache_sharding",
+            "nnodes", "node_rank", "dist_init_addr", "dp_size", "enable_dp_attention")
 #: the fields every role of a PD layout must agree on (all pairs)
 _PD_EQUAL = ("kv-cache-dtype", "page-size", "transfer-backend", "model-architecture", "model-layers", "kv-layout")
 #: the fields the nodes of one server must agree on, by check
 _NODE_EQUAL = {"nodes-parallel": ("tp_size", "pp_size", "nnodes", "dp_size", "enable_dp_attention"),
                "nodes-dist-init-addr": ("dist_init_addr",),
-               "nodes-model": ("kv_cache_dtype", "page_size", "model.dtype", "model.architecture", "model.num_hidden_layers",
-                               "model.kv_layout")}
+               "nodes-model": ("kv_cache_dtype", "page_size", "model.dtype", "model.architecture",
+                               "model.num_hidden_layers", "model.kv_layout")}
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,8 @@ class RoleSpec:
     def args(self) -> dict[str, Any]:
         return dict(self.kwargs.get("args") or {})
 
-    def changed(self, set_: Mapping[str, Any], unset: tuple[str, ...] = (), model_from: RoleSpec | None = None) -> RoleSpec:
+    def changed(self, set_: Mapping[str, Any], unset: tuple[str, ...] = (),
+                model_from: RoleSpec | None = None) -> RoleSpec:
         """This role with options set or removed (and, with ``model_from``, that role's model)."""
         args = {k: v for k, v in self.args.items() if k not in unset and k not in set_}
         args.update({k: v for k, v in set_.items() if v is not None})
@@ -403,8 +404,10 @@ def _model_layout(spec: RoleSpec, res: Resolution) -> dict[str, tuple[Any, str]]
     out["model.num_hidden_layers"] = (layers, f"{what} num_hidden_layers")
     mla = facts.get("model.mla")
     if mla is not None and mla.value:
-        layout = f"MLA kv_lora_rank={_config_field(config, 'kv_lora_rank')} qk_rope_head_dim={_config_field(config, 'qk_rope_head_dim')}"
-        out["model.kv_layout"] = (layout, f"{what} kv_lora_rank, qk_rope_head_dim (model.mla: {origin_text(mla.origin)})")
+        layout = (f"MLA kv_lora_rank={_config_field(config, 'kv_lora_rank')} "
+                  f"qk_rope_head_dim={_config_field(config, 'qk_rope_head_dim')}")
+        out["model.kv_layout"] = (layout,
+                                  f"{what} kv_lora_rank, qk_rope_head_dim (model.mla: {origin_text(mla.origin)})")
     else:
         heads, kv_heads = _config_field(config, "num_attention_heads"), _config_field(config, "num_key_value_heads")
         head_dim, hidden = _config_field(config, "head_dim"), _config_field(config, "hidden_size")
@@ -444,7 +447,8 @@ def _node_groups(views: list[_View], layout: str) -> list[list[_View]]:
 
 def _equal(check: str, fieldname: str, views: list[_View]) -> Mismatch | None:
     values = [v.read(fieldname) for v in views]
-    if len({repr(x.value) for x in values}) <= 1 or any(x.value is None for x in values) and fieldname.startswith("model."):
+    if (len({repr(x.value) for x in values}) <= 1
+            or any(x.value is None for x in values) and fieldname.startswith("model.")):
         return None
     shown = ", ".join(f"{x.role} {show_value(x.value)}" for x in values)
     label = CHECKS[check].what if check in _PD_EQUAL or check == "model-dtype" else fieldname
@@ -465,8 +469,9 @@ def _compare(views: list[_View]) -> tuple[str, list[Mismatch], list[Notice], lis
         decode = [v for v in views if modes[v.name] == "decode"]
         nulls = [v for v in views if modes[v.name] == "null"]
         if nulls or not prefill or not decode:
-            problems = ([f"{', '.join(v.name for v in nulls)} not in PD mode (disaggregation_mode null)"] if nulls else []) + \
-                ([] if prefill else ["no prefill server"]) + ([] if decode else ["no decode server"])
+            problems = ([f"{', '.join(v.name for v in nulls)} not in PD mode (disaggregation_mode null)"]
+                        if nulls else [])
+            problems += ([] if prefill else ["no prefill server"]) + ([] if decode else ["no decode server"])
             mismatches.append(Mismatch("pd-modes", "disaggregation_mode",
                                        "a PD layout needs at least one prefill and one decode server and no server "
                                        f"outside PD: {'; '.join(problems)}",
@@ -566,8 +571,9 @@ def _pair(p: _View, d: _View, mismatches: list[Mismatch], notices: list[Notice])
     if isinstance(ddcp.value, int) and ddcp.value > 1:
         pcp, shard = p.read("attn_cp_size"), p.read("enable_kv_cache_sharding")
         if pcp.value != 1:
-            mismatches.append(Mismatch("decode-dcp", "attn_cp_size", f"{d.name} runs DCP (dcp_size {ddcp.value}), which "
-                                       f"needs {p.name}'s attn_cp_size 1, got {pcp.value}", (ddcp, pcp)))
+            mismatches.append(Mismatch("decode-dcp", "attn_cp_size",
+                                       f"{d.name} runs DCP (dcp_size {ddcp.value}), which needs {p.name}'s "
+                                       f"attn_cp_size 1, got {pcp.value}", (ddcp, pcp)))
         if shard.value:
             mismatches.append(Mismatch("decode-dcp", "enable_kv_cache_sharding",
                                        f"{d.name} runs DCP (dcp_size {ddcp.value}), which does not take {p.name}'s "
@@ -671,7 +677,8 @@ def _candidates(m: Mismatch, views: dict[str, _View]) -> list[tuple[str, tuple[C
                             tuple(Change(o.role, {}, (m.field,)) for o in others)))
             changes = tuple(Change(o.role, {m.field: target.value}) if target.value is not None
                             else Change(o.role, {}, (m.field,)) for o in others)
-            what = f"{_flag(m.field)} {show_value(target.value)}" if target.value is not None else f"no {_flag(m.field)}"
+            what = (f"{_flag(m.field)} {show_value(target.value)}" if target.value is not None
+                    else f"no {_flag(m.field)}")
         out.append((f"{', '.join(o.role for o in others)}: {what} (as {target.role})", changes))
     del by_role
     return out
@@ -751,7 +758,8 @@ def check_roles(engine: Engine, specs: list[RoleSpec], fixes: bool = True) -> Cr
         raise InputError(f"cross-node: at most {MAX_ROLES} roles, got {len(specs)}")
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
-        raise InputError(f"cross-node: role names must be distinct, got {min(n for n in names if names.count(n) > 1)!r} twice")
+        twice = min(n for n in names if names.count(n) > 1)
+        raise InputError(f"cross-node: role names must be distinct, got {twice!r} twice")
     resolutions: dict[str, Resolution] = {}
     for spec in specs:
         try:
@@ -803,8 +811,9 @@ def render_text(result: CrossNodeResult) -> str:
             for c in res.conflicts:
                 lines.append(f"  - [{c.rule.id}] {c.message}")
                 if c.fixes:
+                    extra = len(c.fixes) - 1
                     lines.append(f"    fix: {' '.join(c.fixes[0].argv) or c.fixes[0].description}"
-                                 + (f" ({len(c.fixes) - 1} more: resolve this role alone for all)" if len(c.fixes) > 1 else ""))
+                                 + (f" ({extra} more: resolve this role alone for all)" if extra else ""))
         lines.append(f"result: {len(result.conflicting)} role(s) conflict")
         return "\n".join(lines) + "\n"
     for m in result.mismatches:
@@ -897,7 +906,8 @@ def cross_node(argv: list[str], out) -> int:
                               "resolved first; each mismatch comes with fixes on either side, checked by resolving "
                               "again.")
     p.add_argument("file", nargs="?", metavar="FILE.json",
-                   help="a JSON object of role name -> request in the batch format ({\"platform\": ..., \"args\": {...}})")
+                   help="a JSON object of role name -> request in the batch format "
+                        "({\"platform\": ..., \"args\": {...}})")
     p.add_argument("--role", action="append", default=[], metavar="NAME=FLAGS",
                    help="a role and its resolve flags, e.g. prefill='--platform b200 --model-path deepseek-v3 "
                         "--disaggregation-mode prefill' (repeat for each role)")
@@ -906,7 +916,8 @@ def cross_node(argv: list[str], out) -> int:
     ns = p.parse_args(argv)
     if bool(ns.file) == bool(ns.role):
         raise InputError("cross-node: give either FILE.json or --role NAME=FLAGS (two or more), not "
-                         + ("both (quote each role's flags: --role NAME='--platform b200 ...')" if ns.file else "neither"))
+                         + ("both (quote each role's flags: --role NAME='--platform b200 ...')" if ns.file
+                            else "neither"))
     engine = get_engine(ns.rules)
     specs = _roles_from_file(ns.file) if ns.file else _roles_from_flags(engine, ns.role)
     result = check_roles(engine, specs, fixes=not ns.no_fixes)

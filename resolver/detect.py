@@ -336,6 +336,7 @@ def detect_platform(probes: list[tuple[str, Probe]] | None = None) -> Detection:
                              f"--platform ({' or '.join(kinds)})")
         name, platform = found[0]
         count = f" ({len(found)} GPUs)" if len(found) > 1 else ""
-        return Detection(platform, f"detected by {label}: {name}, {platform.name} (capability {platform.capability:g}){count}")
+        return Detection(platform, f"detected by {label}: {name}, {platform.name} "
+                                   f"(capability {platform.capability:g}){count}")
     raise InputError("no GPU found on this machine (tried " + ", ".join(tried) + "); name the target GPU with "
                      "--platform NAME, e.g. --platform h100 (see 'resolve platforms' for every name)")

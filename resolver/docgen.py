@@ -98,7 +98,8 @@ def kernels_markdown(adapters) -> str:
     ]
     for (backend, role, scope), cells in sorted(rows.items()):
         marks = " | ".join(cells.get(n, "") for n in names)
-        lines.append(f"| `{backend}` | {role} | {scope} | {marks} | {', '.join(sorted(sources[(backend, role, scope)]))} |")
+        cited = ", ".join(sorted(sources[(backend, role, scope)]))
+        lines.append(f"| `{backend}` | {role} | {scope} | {marks} | {cited} |")
     return "\n".join(lines) + "\n"
 
 

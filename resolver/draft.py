@@ -20,7 +20,8 @@ __all__ = ["DRAFT_FACTS", "GEMMA4_ASSISTANTS", "draft_facts", "find_draft"]
 #: fact name -> (config.json fields, meaning)
 DRAFT_FACTS: dict[str, tuple[str, str]] = {
     "draft.architecture": ("architectures[0]", "the draft model class"),
-    "draft.model_type": ("model_type", "the draft's model type (SGLang picks the draft's boundary reduction by it too)"),
+    "draft.model_type": ("model_type",
+                         "the draft's model type (SGLang picks the draft's boundary reduction by it too)"),
     "draft.block_size": ("dflash_config.block_size, block_size",
                          "a DFlash draft's block size: the tokens it drafts per step (SGLang: "
                          "parse_dflash_draft_config)"),
@@ -56,7 +57,8 @@ def draft_facts(config: dict[str, Any] | None, origin: str) -> dict[str, tuple[A
     return {"draft.architecture": (arch, Origin("draft", where=origin, field="architectures[0]")),
             "draft.model_type": (model_type, Origin("draft", where=origin, field="model_type")),
             "draft.block_size": (block, Origin("draft", where=origin, field="dflash_config.block_size or block_size")),
-            "draft.trtllm_mha_ok": (all_sliding or causal, Origin("draft", where=origin, field="layer_types and is_causal"))}
+            "draft.trtllm_mha_ok": (all_sliding or causal,
+                                    Origin("draft", where=origin, field="layer_types and is_causal"))}
 
 
 def find_draft(path: Any) -> tuple[dict[str, Any] | None, str]:

@@ -280,7 +280,8 @@ class DurableMatcher:
             for i, sent in session.sent.items():
                 code, state = self._native.retract_facts(self._handles[i], json.dumps(sent, ensure_ascii=False))
                 # a retraction fires nothing (no rule tests for an absent fact, P5): a match would be a defect
-                if code not in (0, 3) or self._native.start_action_for_state(self._handles[i], state if code == 0 else 0):
+                if code not in (0, 3) or self._native.start_action_for_state(self._handles[i],
+                                                                             state if code == 0 else 0):
                     return False
                 if len(json.loads(self._native.get_facts(self._handles[i], self._sid))) != 1:
                     return False
@@ -319,7 +320,8 @@ class _DurableSession:
             key = _fact_key(f)
             payload = None  # the engine only serialises it: one copy serves every part
             for i in self.m._route.get(key, ()):
-                if self.m._taken(i, key, f, known, spelled):  # else no branch of the part can ever match it: not asserted
+                # a part none of whose branches can ever match the fact is not sent it
+                if self.m._taken(i, key, f, known, spelled):
                     payload = payload or dict(f, sid=self.sid)
                     batches.setdefault(i, []).append(payload)
         out: list[Firing] = []

@@ -39,9 +39,11 @@ PACKAGES: tuple[Package, ...] = (
     Package("flashinfer-python", "installed.flashinfer", ("flashinfer",),
             "FlashInfer: flashinfer, cutedsl_mla, trtllm_mha, trtllm_mla, DSA trtllm and flashinfer_sparse_mla "
             "(SGLang has_flashinfer)"),
-    Package("sgl-flash-mla", "installed.flash_mla", ("flash-mla", "flashmla"), "FlashMLA: flashmla and the DSA flashmla_* kernels"),
+    Package("sgl-flash-mla", "installed.flash_mla", ("flash-mla", "flashmla"),
+            "FlashMLA: flashmla and the DSA flashmla_* kernels"),
     Package("sglang-kernel", "installed.sglang_kernel", ("sgl-kernel",), "sglang-kernel (sgl_kernel): FA3 (fa3)"),
-    Package("nvidia-cutlass-dsl", "installed.cutlass_dsl", ("cutlass-dsl", "cutlass"), "CuTe DSL, which FA4 (fa4) is written in"),
+    Package("nvidia-cutlass-dsl", "installed.cutlass_dsl", ("cutlass-dsl", "cutlass"),
+            "CuTe DSL, which FA4 (fa4) is written in"),
     Package("tilelang", "installed.tilelang", (), "TileLang: the DSA tilelang kernels"),
     Package("triton", "installed.triton", (), "Triton: triton, DSA triton and triton_sparse_mla"),
     Package("amd-aiter", "installed.aiter", ("aiter",), "AMD AITER: aiter"),
@@ -49,7 +51,8 @@ PACKAGES: tuple[Package, ...] = (
     Package("torch", "installed.torch", ("pytorch",), "PyTorch: torch_native (SDPA) and flex_attention"),
     Package("hpc", "installed.hpc", ("hpc-ops",), "Tencent HPC-Ops: hpc_ops"),
     Package("torch-npu", "installed.torch_npu", (), "Ascend NPU support for PyTorch: ascend"),
-    Package("sglang-kernel-cpu", "installed.sglang_kernel_cpu", ("sgl-kernel-cpu",), "sgl-kernel's CPU build: intel_amx"),
+    Package("sglang-kernel-cpu", "installed.sglang_kernel_cpu", ("sgl-kernel-cpu",),
+            "sgl-kernel's CPU build: intel_amx"),
     Package("wave-lang", "installed.wave_lang", (), "the Wave kernel language: wave"),
     # the MoE runners' own packages (resolver/adapters/moe.py); SGLang 0.5.23 depends on sgl-deep-gemm
     Package("sgl-deep-gemm", "installed.deep_gemm", ("deep-gemm", "deepgemm"), "DeepGEMM: the deep_gemm MoE runner"),

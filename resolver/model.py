@@ -37,7 +37,8 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
                            "checkpoint quantization method as SGLang's ModelConfig names it (fp8, mxfp4, "
                            "compressed-tensors, ...); a ModelOpt checkpoint (quant_method modelopt, or none) is named "
                            "by its quant_algo: modelopt_fp4, modelopt_fp8, modelopt_mixed, w4afp8 or mxfp8"),
-    "model.quant_algo": ("quantization_config.quant_algo", "ModelOpt quantization algorithm (NVFP4, FP8, MIXED_PRECISION, ...)"),
+    "model.quant_algo": ("quantization_config.quant_algo",
+                         "ModelOpt quantization algorithm (NVFP4, FP8, MIXED_PRECISION, ...)"),
     "model.routed_experts_quant_method": ("quantization_config.routed_experts_quant_method",
                                           "format of the routed experts in a mixed checkpoint (mxfp4)"),
     "model.nvfp4_moe_meta": ("quantization_config.quant_algo, moe_quant_algo, group_size",
@@ -54,20 +55,24 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
     "model.num_experts": ("num_experts, num_local_experts, n_routed_experts",
                           "routed experts per MoE layer (the first of these fields the config sets)"),
     "model.num_experts_per_tok": ("num_experts_per_tok", "experts each token is routed to"),
-    "model.add_swa_attention_sink_bias": ("add_swa_attention_sink_bias", "attention sinks on sliding-window layers (MiMo V2)"),
-    "model.add_full_attention_sink_bias": ("add_full_attention_sink_bias", "attention sinks on full-attention layers (MiMo V2)"),
+    "model.add_swa_attention_sink_bias": ("add_swa_attention_sink_bias",
+                                          "attention sinks on sliding-window layers (MiMo V2)"),
+    "model.add_full_attention_sink_bias": ("add_full_attention_sink_bias",
+                                           "attention sinks on full-attention layers (MiMo V2)"),
     "model.has_mamba_layers": ("layer_types", "layer_types lists a mamba layer (hybrid Granite)"),
     "model.has_sliding_layers": ("layer_types", "layer_types lists a sliding_attention layer (gpt-oss, Gemma)"),
     "model.context_len": ("max_position_embeddings, rope_scaling.factor",
                           "context length as SGLang derives it (get_context_length; 2048 when no field says)"),
 }
-_COMPUTED = {"model.context_len", "model.architecture", "model.from_arch_only", "model.path", "model.asymmetric_kv", "model.num_experts",
-             "model.has_mamba_layers", "model.has_sliding_layers", "model.quant_method", "model.quant_algo",
-             "model.routed_experts_quant_method", "model.nvfp4_moe_meta", "model.moe_w4a16_nvfp4", "model.int4_group32"}
+_COMPUTED = {"model.context_len", "model.architecture", "model.from_arch_only", "model.path", "model.asymmetric_kv",
+             "model.num_experts", "model.has_mamba_layers", "model.has_sliding_layers", "model.quant_method",
+             "model.quant_algo", "model.routed_experts_quant_method", "model.nvfp4_moe_meta", "model.moe_w4a16_nvfp4",
+             "model.int4_group32"}
 
 #: facts only the per-model overrides read: a config that gives them another shape is not refused
 _OVERRIDE_FACTS = {"model.quant_method", "model.hidden_act", "model.sliding_window", "model.sliding_window_pattern",
-                   "model.num_experts_per_tok", "model.add_swa_attention_sink_bias", "model.add_full_attention_sink_bias"}
+                   "model.num_experts_per_tok", "model.add_swa_attention_sink_bias",
+                   "model.add_full_attention_sink_bias"}
 
 _BOOL_FIELDS = {"model.learnable_sink", "model.add_swa_attention_sink_bias", "model.add_full_attention_sink_bias"}
 
@@ -154,7 +159,8 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
     for fieldname in ("num_experts", "num_local_experts", "n_routed_experts"):
         found = _field(config, fieldname)
         if found is not None and isinstance(found[0], int) and not isinstance(found[0], bool):
-            facts["model.num_experts"] = (engine_number(found[0], f"model config: '{fieldname}'"), _at(source, found[1]))
+            facts["model.num_experts"] = (engine_number(found[0], f"model config: '{fieldname}'"),
+                                          _at(source, found[1]))
             break
     found = _field(config, "layer_types")
     if found is not None:
@@ -247,7 +253,8 @@ def _quantization_facts(config: dict[str, Any], source: str) -> dict[str, tuple[
         facts["model.routed_experts_quant_method"] = (qc["routed_experts_quant_method"],
                                                       _at(source, f"{where}.routed_experts_quant_method"))
     facts["model.nvfp4_moe_meta"] = (
-        str(qc.get("quant_algo", "")).upper() == "MIXED_PRECISION" and str(qc.get("moe_quant_algo", "")).upper() == "NVFP4"
+        str(qc.get("quant_algo", "")).upper() == "MIXED_PRECISION"
+        and str(qc.get("moe_quant_algo", "")).upper() == "NVFP4"
         and qc.get("group_size") is not None, _at(source, f"{where}.quant_algo, moe_quant_algo, group_size"))
     layers = qc.get("quantized_layers")
     facts["model.moe_w4a16_nvfp4"] = (

@@ -213,7 +213,8 @@ def _not_found(name: str, cache: str, what: str) -> str:
     spelled = {n.lower(): n for e in cat.entries for n in (e.id, *e.aliases)}  # matched any case, shown as written
     close = difflib.get_close_matches(name.lower(), list(spelled), n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(spelled[c]) for c in close)}?" if close else ""
-    download = f"`huggingface-cli download {name} config.json`" if _is_repo_id(name) else "`huggingface-cli download ORG/NAME`"
+    download = (f"`huggingface-cli download {name} config.json`" if _is_repo_id(name)
+                else "`huggingface-cli download ORG/NAME`")
     return (f"{what}: '{name}' is not a local path, is not in the Hugging Face cache ({cache}) and is not a "
             f"model the resolver knows. Give a directory holding config.json (or the config.json file); or a "
             f"Hugging Face id already in the cache (the resolver never downloads: fetch it with {download}, which "

@@ -89,7 +89,8 @@ def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[A
                     raise ValueError
                 typed = int(value)
         except (TypeError, ValueError, OverflowError):
-            raise InputError(f"{flag}: expected {'an integer' if option.type == 'int' else 'a number'}, got {_short(value)}") from None
+            what = "an integer" if option.type == "int" else "a number"
+            raise InputError(f"{flag}: expected {what}, got {_short(value)}") from None
         typed = engine_number(typed, flag)
         if option.minimum is not None and typed < option.minimum:
             raise InputError(f"{flag}: must be at least {option.minimum:g}, got {typed}")
@@ -149,7 +150,8 @@ def split_unchecked(pack: RulePack, args: dict[str, Any], flags: dict[str, str] 
         if action is None:
             raise InputError(f"unknown option '{name}'.{_did_you_mean(name, [*pack.options, *cat.by_dest])}")
         typed = cat.coerce(name, value, flags.get(name))
-        renamed = cat.value_renames.get("deprecated_tool_call_parsers", {}).get(typed) if name == "tool_call_parser" else None
+        renamed = (cat.value_renames.get("deprecated_tool_call_parsers", {}).get(typed)
+                   if name == "tool_call_parser" else None)
         if renamed:
             notes.append(f"{typed_flag} {typed} is deprecated; SGLang reads it as {renamed}")
             typed = renamed

@@ -18,7 +18,8 @@ from typing import Any
 from .conditions import Atom, Condition
 from .expressions import Expression
 
-__all__ = ["RuleRef", "Option", "Fact", "Compute", "Default", "Adjust", "Conflict", "FixHint", "RulePack", "KERNEL_CONTEXT", "ROLE_CONTEXT"]
+__all__ = ["RuleRef", "Option", "Fact", "Compute", "Default", "Adjust", "Conflict", "FixHint", "RulePack",
+           "KERNEL_CONTEXT", "ROLE_CONTEXT"]
 
 #: what a kernel adapter's claim may be narrowed by (resolver/adapters/base.py Claim): an option with a
 #: kernel_role is decided after these, so its kernel facts never depend on the order facts arrive in

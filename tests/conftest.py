@@ -19,9 +19,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 # a cache of their own, never the user's
 os.environ["LAUNCH_RESOLVER_CACHE"] = tempfile.mkdtemp(prefix="launch-resolver-cache-")
 
-from resolver.api import get_engine
-from resolver.loader import default_rules_dir
-from resolver.model_source import catalogue
+# imported only now, after the cache setting above, so nothing of the resolver's can run before it
+from resolver.api import get_engine  # noqa: E402
+from resolver.loader import default_rules_dir  # noqa: E402
+from resolver.model_source import catalogue  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: the shipped model catalogue's configs by Hugging Face id (the tests' real config.json files)

@@ -92,9 +92,12 @@ def test_mla_page_snaps(args, page):
 
 
 def test_trtllm_mha_and_hpc_ops_page_snaps():
-    assert resolve({"attention_backend": "trtllm_mha", "page_size": 256}, platform="b200", model=LLAMA).values["page_size"] == 64
-    assert resolve({"speculative_draft_attention_backend": "trtllm_mha"}, platform="a100", model=LLAMA).values["page_size"] == 64
-    assert resolve({"attention_backend": "hpc_ops", "page_size": 32}, platform="h100", model=LLAMA).values["page_size"] == 64
+    def page(args, platform):
+        return resolve(args, platform=platform, model=LLAMA).values["page_size"]
+
+    assert page({"attention_backend": "trtllm_mha", "page_size": 256}, "b200") == 64
+    assert page({"speculative_draft_attention_backend": "trtllm_mha"}, "a100") == 64
+    assert page({"attention_backend": "hpc_ops", "page_size": 32}, "h100") == 64
 
 
 def test_fa3_with_fp8_e5m2_becomes_triton_and_says_so():
@@ -125,7 +128,8 @@ def test_strict_turns_adjustments_into_conflicts_with_fixes():
 TEMPLATES = [
     ("conflict.mla.trtllm-mla.blackwell-only", "h100", DSV3, {"attention_backend": "trtllm_mla"},
      "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)"),
-    ("conflict.mla.trtllm-mla.kv-dtype", "b200", DSV3, {"attention_backend": "trtllm_mla", "kv_cache_dtype": "bfloat16"},
+    ("conflict.mla.trtllm-mla.kv-dtype", "b200", DSV3, {"attention_backend": "trtllm_mla",
+                                                        "kv_cache_dtype": "bfloat16"},
      "TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, bf16, or auto"),
     ("conflict.mla.cutedsl.prefill", "b200", DSV3, {"prefill_attention_backend": "cutedsl_mla"},
      "CuteDSL MLA only supports decoding for now"),
@@ -135,7 +139,8 @@ TEMPLATES = [
      "CuteDSL MLA backend only supports kv-cache-dtype of fp8_e4m3, bf16, or auto"),
     ("conflict.trtllm-mha.prefill-platform", "a100", LLAMA, {"prefill_attention_backend": "trtllm_mha"},
      "TRTLLM MHA backend for prefill requires Hopper (SM90), Blackwell (SM100), or SM120 GPUs"),
-    ("conflict.trtllm-mha.sm120-fp8-prefill", "rtx5090", LLAMA, {"attention_backend": "trtllm_mha", "kv_cache_dtype": "fp8_e4m3"},
+    ("conflict.trtllm-mha.sm120-fp8-prefill", "rtx5090", LLAMA, {"attention_backend": "trtllm_mha",
+                                                                 "kv_cache_dtype": "fp8_e4m3"},
      "TRTLLM FMHAv2 prefill on SM120 does not support an fp8_e4m3 KV cache"),
     ("conflict.trtllm-mha.decode-platform", "mi300x", LLAMA, {"decode_attention_backend": "trtllm_mha"},
      "TRTLLM MHA backend for decode is only supported on Hopper (SM90), Blackwell (SM100) and SM120 GPUs"),
@@ -143,9 +148,11 @@ TEMPLATES = [
      "Prefill context parallelism with the TRTLLM MHA prefill backend requires SM100"),
     ("conflict.mla.intel-xpu-prefill", "h100", DSV3, {"attention_backend": "intel_xpu"},
      "intel_xpu backend is only supported on decode for MLA models"),
-    ("conflict.deterministic.backend", "h100", LLAMA, {"enable_deterministic_inference": True, "attention_backend": "aiter"},
+    ("conflict.deterministic.backend", "h100", LLAMA, {"enable_deterministic_inference": True,
+                                                       "attention_backend": "aiter"},
      "attention backends are supported for deterministic inference"),
-    ("conflict.deterministic.absorbed-mla", "h100", DSV3, {"enable_deterministic_inference": True, "attention_backend": "flashinfer"},
+    ("conflict.deterministic.absorbed-mla", "h100", DSV3, {"enable_deterministic_inference": True,
+                                                           "attention_backend": "flashinfer"},
      "supported for deterministic inference with absorbed-MLA models"),
     ("conflict.attention.flex-speculative", "h100", LLAMA, {"attention_backend": "flex_attention", **EAGLE},
      "Speculative decoding is currently not supported with the flex_attention backend"),
@@ -157,11 +164,14 @@ TEMPLATES = [
      "--kv-cache-dtype=nvfp4 requires Blackwell SM100 or SM120"),
     ("conflict.kv.kv4-fa4-mha-decode", "b200", LLAMA, {"kv_cache_dtype": "fp4_mx_block16", "attention_backend": "fa4"},
      "KV4 FA4 MHA expects the decode attention backend to be one of"),
-    ("conflict.kv.kv4-fa4-mla-decode", "b200", DSV3, {"kv_cache_dtype": "fp4_mx_block16", "prefill_attention_backend": "fa4",
+    ("conflict.kv.kv4-fa4-mla-decode", "b200", DSV3, {"kv_cache_dtype": "fp4_mx_block16",
+                                                      "prefill_attention_backend": "fa4",
                                                       "decode_attention_backend": "triton"},
      "KV4 FA4 MLA expects the decode attention backend to be one of"),
-    ("conflict.kv.kv4-mla", "h100", DSV3, {"kv_cache_dtype": "fp4_mx_block16"}, "KV4 MLA expects the attention backend"),
-    ("conflict.kv.kv4-mha", "a100", LLAMA, {"kv_cache_dtype": "fp4_mx_block16"}, "KV4 MHA expects the attention backend"),
+    ("conflict.kv.kv4-mla", "h100", DSV3, {"kv_cache_dtype": "fp4_mx_block16"},
+     "KV4 MLA expects the attention backend"),
+    ("conflict.kv.kv4-mha", "a100", LLAMA, {"kv_cache_dtype": "fp4_mx_block16"},
+     "KV4 MHA expects the attention backend"),
     ("conflict.prefill-only.fa-prefill", "h100", LLAMA, {"prefill_only_disable_kv_cache": True, "is_embedding": True,
                                                          "attention_backend": "triton"},
      "--prefill-only-disable-kv-cache currently requires the FA prefill backend (fa3/fa4)"),

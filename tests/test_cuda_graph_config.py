@@ -23,7 +23,8 @@ FIELDS = ("cuda_graph_config_decode_backend", "cuda_graph_config_prefill_backend
 CASES = [
     ("sm90", "llama", None, {}, ("full", "breakable", 8192, "default", "default")),
     # torch_native and flex_attention turn both graphs off, a typed backend too
-    ("sm90", "llama", None, {"attention_backend": "torch_native"}, ("disabled", "disabled", 8192, "default", "default")),
+    ("sm90", "llama", None, {"attention_backend": "torch_native"},
+     ("disabled", "disabled", 8192, "default", "default")),
     ("sm90", "llama", None, {"attention_backend": "flex_attention", "cuda_graph_backend_decode": "full"},
      ("disabled", "disabled", 8192, "default", "default")),
     # DeepSeek-V3 prefilling with trtllm_mla captures no prefill graph, unless the backend is typed
@@ -85,7 +86,7 @@ def test_the_table_is_sglangs_answer():
 
     requests = [_request(n, p, m, d, a) for n, (p, m, d, a, _) in enumerate(CASES)]
     answers = {rid: a["sglang"] for rid, a in ask_oracle(requests, python, ORACLE).items()}
-    for r, (_, _, _, args, expected) in zip(requests, CASES):
+    for r, (_, _, _, args, expected) in zip(requests, CASES, strict=True):
         got = answers[r["id"]]
         assert got["status"] == "resolved", (args, got)
         assert tuple(sglang_value(got, r, f, {}) for f in FIELDS) == expected, args

@@ -47,7 +47,8 @@ def _resolve(model, draft, args):
 def test_derived_fields(model, draft, args, expected):
     res = _resolve(model, draft, args)
     assert not res.conflicts
-    got = tuple(res.values[n] for n in ("boundary_reduction", "speculative_boundary_reduction", "uses_mamba_radix_cache"))
+    got = tuple(res.values[n]
+                for n in ("boundary_reduction", "speculative_boundary_reduction", "uses_mamba_radix_cache"))
     assert got == expected
 
 

@@ -49,7 +49,7 @@ def _atom(draw, names):
 def conditions(draw, names):
     atoms = [_atom(draw, names) for _ in range(draw(st.integers(1, 3)))]
     joiners = [draw(st.sampled_from([" and ", " or "])) for _ in atoms[1:]]
-    text = atoms[0] + "".join(j + a for j, a in zip(joiners, atoms[1:]))
+    text = atoms[0] + "".join(j + a for j, a in zip(joiners, atoms[1:], strict=True))
     return f"not ({text})" if draw(st.booleans()) and len(atoms) == 1 else text
 
 

@@ -2,8 +2,8 @@
 import os
 import re
 
-from resolver.api import get_engine, resolve_request
 from resolver.adapters.registry import _builtin_adapters
+from resolver.api import get_engine, resolve_request
 from resolver.docgen import kernels_markdown, options_markdown
 from resolver.loader import load_rules
 

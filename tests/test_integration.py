@@ -106,7 +106,8 @@ def _sglang_shaped_parser():
     parser.add_argument("--page-size", type=int, default=None)
     parser.add_argument("--attention-backend", default=None)
     parser.add_argument("--kv-cache-dtype", default="auto")
-    parser.add_argument("--dsa-decode-backend", default="flashmla_kv")  # a launcher default the resolution has no value for
+    # a launcher default the resolution has no value for
+    parser.add_argument("--dsa-decode-backend", default="flashmla_kv")
     add_resolver_arguments(parser)
     return parser
 

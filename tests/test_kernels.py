@@ -42,7 +42,8 @@ def test_r1_r2_dsa_on_sm12x_never_gets_trtllm_or_flashmla(platform, args):
     assert message.startswith(f"No DSA decode kernel runs on {find(platform)} for this model")
     assert "trtllm" in message and "Unsupported architecture" in message  # the evidence is cited
     _fixes_resolve(conflicts, args, platform, DSV32)
-    assert any(f.set.get("dsa_decode_backend") == "tilelang" for f in conflicts["conflict.kernel.dsa-decode.none-runs"].fixes)
+    assert any(f.set.get("dsa_decode_backend") == "tilelang"
+               for f in conflicts["conflict.kernel.dsa-decode.none-runs"].fixes)
 
 
 def find(alias):
@@ -94,8 +95,8 @@ def test_r8_deterministic_mla_on_sm8x_avoids_fa3():
 @pytest.mark.parametrize("platform", ["a100", "b200", "rtx5090", "mi300x"])
 def test_r9_flashmla_off_sm90_is_refused(platform):
     conflicts = _conflicts({"attention_backend": "flashmla"}, platform, DSV3)
-    assert "Dense decode MLA is only supported on SM90a" in conflicts["conflict.kernel.attention.cannot-run"].message or \
-        "CUDA only" in conflicts["conflict.kernel.attention.cannot-run"].message
+    message = conflicts["conflict.kernel.attention.cannot-run"].message
+    assert "Dense decode MLA is only supported on SM90a" in message or "CUDA only" in message
     assert resolve({"attention_backend": "flashmla"}, platform="h100", model=DSV3).ok
 
 
@@ -182,7 +183,8 @@ def test_adapters_are_validated():
     with pytest.raises(AdapterError, match="kernel adapter 'x'.*status"):
         validate(bad, "test")
     with pytest.raises(AdapterError, match="unknown platform"):
-        validate(KernelAdapter("y", "y", None, (Claim("dsa_decode", ("trtllm",), "supported", ("sm75",), "e"),)), "test")
+        validate(KernelAdapter("y", "y", None, (Claim("dsa_decode", ("trtllm",), "supported", ("sm75",), "e"),)),
+                 "test")
     with pytest.raises(AdapterError, match="not a KernelAdapter"):
         validate(object(), "test")
 
@@ -204,7 +206,8 @@ def third_party(tmp_path, monkeypatch):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sm120-trtllm-gen\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
-        "[resolver.kernels]\nsm120 = sm120_trtllm_gen:ADAPTER\nbroken = sm120_trtllm_gen:BROKEN\nmissing = no_such_module:X\n")
+        "[resolver.kernels]\nsm120 = sm120_trtllm_gen:ADAPTER\nbroken = sm120_trtllm_gen:BROKEN\n"
+        "missing = no_such_module:X\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     reload_registry()
     yield
@@ -291,8 +294,9 @@ def _claim_cases(status):
                     for model in _models_for(claim):
                         for kv in claim.kv_dtypes or (None,):
                             args = {ROLES[claim.role]: backend, **({"kv_cache_dtype": kv} if kv else {})}
-                            yield pytest.param(args, platform, model, id=f"{adapter.name}-{backend}-{claim.role}-{platform}"
-                                               f"-{kv or 'any'}-{model['architectures'][0]}")
+                            yield pytest.param(args, platform, model,
+                                               id=f"{adapter.name}-{backend}-{claim.role}-{platform}"
+                                                  f"-{kv or 'any'}-{model['architectures'][0]}")
 
 
 @pytest.mark.parametrize("args, platform, model", list(_claim_cases("refused")))
@@ -355,7 +359,8 @@ def test_the_page_sizes_an_adapter_declares_are_the_ones_the_rules_produce(optio
     ({"attention_backend": "aiter"}, "h100", LLAMA, "conflict.kernel.attention.cannot-run", "U8"),
     ({"attention_backend": "intel_xpu"}, "h100", LLAMA, "conflict.kernel.attention.cannot-run", "U9"),
     ({"attention_backend": "fa3"}, "b200", LLAMA, "conflict.kernel.attention.cannot-run", "B3"),
-    ({"attention_backend": "fa4", "kv_cache_dtype": "fp8_e4m3"}, "h100", LLAMA, "conflict.kernel.attention.cannot-run", "S17"),
+    ({"attention_backend": "fa4", "kv_cache_dtype": "fp8_e4m3"}, "h100", LLAMA,
+     "conflict.kernel.attention.cannot-run", "S17"),
     ({"attention_backend": "flashinfer"}, "mi300x", LLAMA, "conflict.kernel.attention.cannot-run", "B13"),
     ({"dsa_prefill_backend": "triton_sparse_mla"}, "mi300x", DSV32, "conflict.kernel.dsa-prefill.cannot-run", "S11"),
     ({"speculative_algorithm": "EAGLE", "speculative_draft_attention_backend": "fa3"}, "b200", LLAMA,

@@ -75,7 +75,8 @@ def test_attention_dp_divides_the_chunk_among_its_ranks(args, expected):
     assert res.values["chunked_prefill_size"] == expected
     (step,) = res.derivations["chunked_prefill_size"].adjustments
     assert step.rule.id == "adjust.memory.chunk-per-attention-dp-rank"
-    assert ("chunked prefill size is adjusted" in " ".join(w.message for w in res.warnings)) == ("chunked_prefill_size" in args)
+    warned = "chunked prefill size is adjusted" in " ".join(w.message for w in res.warnings)
+    assert warned == ("chunked_prefill_size" in args)
 
 
 # --- the static memory fraction, the decode graph's largest batch, the running-request cap ---------
@@ -95,7 +96,8 @@ MEMORY_CASES = [
     ("llama-rtx5090-tp4", "rtx5090", "sm120", 32, LLAMA, {"tp_size": 4}, (0.759, 160, None)),
     ("llama-16gb", "sm90", "sm90", 16, LLAMA, {}, (0.752, 8, None)),
     ("llama-a100-40gb-tp4", "sm80", "sm80", 40, LLAMA, {"tp_size": 4}, (0.807, 160, None)),
-    ("dsv3-h200-tp8", "h200", "sm90", 141, DSV3, {"tp_size": 8}, (0.887, 512, None)),        # MLA: 1.5 GiB of prefill graph
+    # MLA: 1.5 GiB of prefill graph
+    ("dsv3-h200-tp8", "h200", "sm90", 141, DSV3, {"tp_size": 8}, (0.887, 512, None)),
     ("dsv3-b200-tp8", "b200", "sm100", 180, DSV3, {"tp_size": 8}, (0.844, 512, None)),
     # attention DP: 3 MiB per decode batch and rank, 1.5 more past 300
     ("dsv3-h200-dp8", "h200", "sm90", 141, DSV3, {"tp_size": 8, "attn_dp_size": 8}, (0.759, 512, None)),
@@ -108,14 +110,15 @@ MEMORY_CASES = [
     ("llama-h200-decode-spec", "h200", "sm90", 141, LLAMA,
      {"disaggregation_mode": "decode", "max_running_requests": 1024, "speculative_algorithm": "NGRAM",
       "speculative_num_draft_tokens": 8}, (0.907, 256, 1024)),
-    ("dsv3-h200-decode-dp8", "h200", "sm90", 141, DSV3, {"tp_size": 8, "attn_dp_size": 8, "disaggregation_mode": "decode"},
-     (0.833, 512, None)),
-    ("dsv3-h200-prefill", "h200", "sm90", 141, DSV3, {"tp_size": 8, "disaggregation_mode": "prefill"}, (0.894, 512, None)),
+    ("dsv3-h200-decode-dp8", "h200", "sm90", 141, DSV3,
+     {"tp_size": 8, "attn_dp_size": 8, "disaggregation_mode": "decode"}, (0.833, 512, None)),
+    ("dsv3-h200-prefill", "h200", "sm90", 141, DSV3, {"tp_size": 8, "disaggregation_mode": "prefill"},
+     (0.894, 512, None)),
     # speculative decoding caps the requests at 48 after SGLang sized the graph: the graph keeps 256
     ("llama-h100-ngram", "h100", "sm90", None, LLAMA, {"speculative_algorithm": "NGRAM"}, (0.83, 256, 48)),
     ("llama-h100-mrr64", "h100", "sm90", None, LLAMA, {"max_running_requests": 64}, (0.835, 64, 64)),
-    ("llama-h100-mrr64-bs320", "h100", "sm90", None, LLAMA, {"max_running_requests": 64, "cuda_graph_max_bs_decode": 320},
-     (0.829, 320, 64)),
+    ("llama-h100-mrr64-bs320", "h100", "sm90", None, LLAMA,
+     {"max_running_requests": 64, "cuda_graph_max_bs_decode": 320}, (0.829, 320, 64)),
     ("llama-h100-typed", "h100", "sm90", None, LLAMA, {"mem_fraction_static": 0.7}, (0.7, 256, None)),
     # aiter with a long context keeps 15% of the fraction, a typed one too
     ("llama-mi300x", "mi300x", "gfx942", 192, LLAMA, {}, (0.73695, 512, None)),
@@ -123,10 +126,12 @@ MEMORY_CASES = [
     ("llama-mi300x-triton", "mi300x", "gfx942", 192, LLAMA, {"attention_backend": "triton"}, (0.867, 512, None)),
     # DeepEP: 2 GiB over the floor, 1 GiB for the breakable prefill graph, its buckets aligned to 8
     ("dsv3-h200-deepep", "h200", "sm90", 141, DSV3, {"tp_size": 8, "moe_a2a_backend": "deepep"}, (0.865, 512, None)),
-    ("qwen-h200-deepep", "h200", "sm90", 141, QWEN_MOE, {"tp_size": 8, "moe_a2a_backend": "deepep"}, (0.874, 512, None)),
+    ("qwen-h200-deepep", "h200", "sm90", 141, QWEN_MOE, {"tp_size": 8, "moe_a2a_backend": "deepep"},
+     (0.874, 512, None)),
     ("qwen-h200-megamoe-runner", "h200", "sm90", 141, QWEN_MOE,         # the runner alias overrides DeepEP
      {"tp_size": 8, "moe_runner_backend": "megamoe", "moe_a2a_backend": "deepep"}, (0.894, 512, None)),
-    ("qwen-h200-mooncake", "h200", "sm90", 141, QWEN_MOE, {"tp_size": 8, "moe_a2a_backend": "mooncake"},  # no prefill graph
+    # no prefill graph
+    ("qwen-h200-mooncake", "h200", "sm90", 141, QWEN_MOE, {"tp_size": 8, "moe_a2a_backend": "mooncake"},
      (0.897, 512, None)),
     ("dsv3-h200-deepep-decode", "h200", "sm90", 141, DSV3,
      {"tp_size": 8, "moe_a2a_backend": "deepep", "disaggregation_mode": "decode"}, (0.915, 512, None)),

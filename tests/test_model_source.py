@@ -134,9 +134,10 @@ def test_a_repo_without_any_snapshot_config_is_not_found(empty_cache):
 
 # --- the catalogue ---------------------------------------------------------------------------
 
-REQUIRED = ["deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.2",
-            "moonshotai/Kimi-K2-Instruct", "zai-org/GLM-4.5", "zai-org/GLM-4.6", "zai-org/GLM-5", "Qwen/Qwen3-8B",
-            "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-Next-80B-A3B-Instruct",
+REQUIRED = ["deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3.1",
+            "deepseek-ai/DeepSeek-V3.2", "moonshotai/Kimi-K2-Instruct", "zai-org/GLM-4.5", "zai-org/GLM-4.6",
+            "zai-org/GLM-5", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B",
+            "Qwen/Qwen3-Next-80B-A3B-Instruct",
             "openai/gpt-oss-20b", "openai/gpt-oss-120b", "meta-llama/Llama-3.1-8B-Instruct",
             "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.3-70B-Instruct",
             "meta-llama/Llama-4-Scout-17B-16E-Instruct", "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
@@ -156,7 +157,8 @@ def test_every_entry_reads_as_model_facts_and_cites_its_config_json(entry):
     assert entry.source == f"https://huggingface.co/{entry.id}/blob/main/config.json"
     assert all(a == a.lower() for a in entry.aliases)
     facts = model_facts(dict(entry.config))
-    assert facts["model.architecture"] == (entry.architecture, Origin("model", where="config.json", field="architectures[0]"))
+    assert facts["model.architecture"] == (entry.architecture,
+                                           Origin("model", where="config.json", field="architectures[0]"))
     assert re.fullmatch(r"[A-Z]\w+", entry.architecture)
 
 
@@ -187,7 +189,8 @@ def test_catalogue_values_that_decide_attention():
     assert oss["quantization_config"]["quant_method"] == "mxfp4" and oss["sliding_window"] == 128
     assert len(oss["layer_types"]) == oss["num_hidden_layers"] == 36
     scout = find_model("llama-4-scout").config
-    assert model_facts(scout)["model.num_attention_heads"] == (40, Origin("model", where="config.json", field="text_config.num_attention_heads"))
+    assert model_facts(scout)["model.num_attention_heads"] == (40, Origin("model", where="config.json",
+                                                                          field="text_config.num_attention_heads"))
 
 
 # --- representatives for --model-arch --------------------------------------------------------

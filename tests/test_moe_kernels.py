@@ -245,7 +245,8 @@ def test_every_evidence_id_is_documented_with_a_public_link():
     """Issue 13: each MK id an adapter cites resolves to a documented source (docs/kernels.md, MoE kernels)."""
     with open(os.path.join(ROOT, "docs", "kernels.md"), encoding="utf-8") as fh:
         section = fh.read().split("## MoE kernels", 1)[1]
-    documented = dict(re.findall(r"^- \*\*(MK\d+)\*\* \((?:strong|medium)\)\.(.*?)(?=^- \*\*|\Z)", section, re.DOTALL | re.MULTILINE))
+    documented = dict(re.findall(r"^- \*\*(MK\d+)\*\* \((?:strong|medium)\)\.(.*?)(?=^- \*\*|\Z)", section,
+                                 re.DOTALL | re.MULTILINE))
     cited = {i for a in ADAPTERS for c in a.claims for i in re.findall(r"MK\d+", c.evidence)}
     assert cited and cited <= set(documented), sorted(cited - set(documented))
     for mk, text in documented.items():

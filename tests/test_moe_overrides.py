@@ -63,7 +63,7 @@ FIELDS = ("quantization", "moe_runner_backend", "enable_tf32_matmul", "disable_s
 
 def expect(q=None, runner="auto", tf32=None, fusion=False, spec=None, draft=None):
     """SGLang's final values of FIELDS (the draft's runner is the target's unless given)."""
-    return dict(zip(FIELDS, (q, runner, tf32, fusion, spec or runner, draft)))
+    return dict(zip(FIELDS, (q, runner, tf32, fusion, spec or runner, draft), strict=True))
 
 
 TRTLLM = dict(runner="flashinfer_trtllm", fusion=True)
@@ -82,7 +82,8 @@ CASES = [
     ("glm-spec-runner", "sm100", GLM, {"speculative_moe_runner_backend": "triton"},
      expect(tf32=True, spec="triton", **TRTLLM)),
     ("glm-eagle-draft-unquant", "sm100", GLM,
-     {"speculative_algorithm": "EAGLE", "speculative_draft_model_quantization": "unquant"}, expect(tf32=True, **TRTLLM)),
+     {"speculative_algorithm": "EAGLE", "speculative_draft_model_quantization": "unquant"},
+     expect(tf32=True, **TRTLLM)),
     ("glm-fp8-sm100", "sm100", quant(GLM, FP8), {}, expect(q="fp8", tf32=True)),
     ("glm-fp8-sm90", "sm90", quant(GLM, FP8), {}, expect(tf32=True)),
     ("glm-fp8-unquant", "sm100", quant(GLM, FP8), {"quantization": "unquant"}, expect(tf32=True, **TRTLLM)),
@@ -142,8 +143,8 @@ CASES = [
     ("llama-routed-fp8", "sm100", LLAMA, {"moe_runner_backend": "flashinfer_trtllm_routed", "quantization": "fp8"},
      expect(q="fp8", runner="flashinfer_trtllm_routed", fusion=True, draft="fp8")),
     ("llama-triton-kernel", "sm90", LLAMA, {"moe_runner_backend": "triton_kernel"}, expect(runner="triton_kernel")),
-    ("llama-unquant-draft-fp8", "sm90", LLAMA, {"quantization": "unquant", "speculative_draft_model_quantization": "fp8"},
-     expect(draft="fp8")),
+    ("llama-unquant-draft-fp8", "sm90", LLAMA,
+     {"quantization": "unquant", "speculative_draft_model_quantization": "fp8"}, expect(draft="fp8")),
     ("llama-rocm-awq", "gfx942", LLAMA, {"quantization": "awq"}, expect(q="awq", draft="awq")),
     # models outside the catalogue (a Llama or DeepSeek config under their architecture)
     ("muse-spark", "sm90", arch("MuseSparkForConditionalGeneration"), {}, expect(tf32=True)),
@@ -181,7 +182,8 @@ REFUSED = [
      "flashinfer_cutedsl supports moe_a2a_backend"),
     ("qwen-moe-w4a16-triton", "sm100", quant(QWEN_MOE, W4A16), {"moe_runner_backend": "triton"},
      "W4A16_NVFP4 MoE layers require"),
-    ("llama-spec-lora", "sm90", LLAMA, {"speculative_algorithm": "NGRAM", "speculative_moe_runner_backend": "lora_triton"},
+    ("llama-spec-lora", "sm90", LLAMA,
+     {"speculative_algorithm": "NGRAM", "speculative_moe_runner_backend": "lora_triton"},
      "the LoRA MoE runner serves adapter traffic"),
     ("glm-rocm-nvfp4", "gfx942", GLM, {"quantization": "modelopt_fp4"}, "not supported in ROCm"),
     ("dsv3-rocm-nvfp4-eagle", "gfx942", DSV3, {"quantization": "modelopt_fp4", "speculative_algorithm": "EAGLE"},

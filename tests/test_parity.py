@@ -18,7 +18,6 @@ from tools.sglang_diff import DIVERGENCE_RULES, NOT_OFFERED
 
 from .conftest import PUBLIC_DATA, ROOT
 
-
 #: the reference data runs SGLang's resolution slice only, without its speculative-decoding step
 #: (tests/data/README.md, "How it was recorded"); what that step refuses (rules/speculative.yaml)
 #: SGLang's whole pipeline refuses too: the 40 such requests of this data were checked with the full-pipeline oracle
@@ -57,7 +56,8 @@ def test_every_request_gets_a_result(batch_results):
 
 def _compare(case, result):
     sg = case["sglang"]
-    if result["status"] == "error" and "invalid value" in result["error"] and any(v in result["error"] for v in NOT_OFFERED):
+    if (result["status"] == "error" and "invalid value" in result["error"]
+            and any(v in result["error"] for v in NOT_OFFERED)):
         return None if sg["status"] == "error" else "not-offered"
     if sg["status"] == "error":
         if result["status"] == "resolved":

@@ -38,7 +38,8 @@ OVERRIDE = '''
 from resolver.adapters import Claim, KernelAdapter, Probe
 # its own name, and a claim as narrow as the built-in one it overrides (loaded later: it wins)
 ADAPTER = KernelAdapter(name="fa3-vendor-notes", family="FA3 vendor notes", package=None,
-    claims=(Claim("attention", ("fa3",), "unsupported", ("sm90",), "vendor erratum 7", kv_dtypes=("auto", "bf16", "bfloat16")),),
+    claims=(Claim("attention", ("fa3",), "unsupported", ("sm90",), "vendor erratum 7",
+                  kv_dtypes=("auto", "bf16", "bfloat16")),),
     probe=lambda: Probe(True, "1", "x"))
 '''
 HANGS = '''

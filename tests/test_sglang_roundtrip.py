@@ -16,10 +16,9 @@ import subprocess
 import pytest
 
 from resolver.api import get_engine
-
-from .conftest import ROOT
 from tools.sglang_diff import oracle_lock
 
+from .conftest import ROOT
 from .oracle import ORACLE, oracle_python
 from .test_parity import DIVERGENCE_RULES
 
@@ -45,7 +44,8 @@ def report(tmp_path_factory):
     # a crash SGLang does not raise as a launch error (the TypeError a None threshold caused) is
     # a harness failure of the oracle: name the case and the exception
     crashes = {cid: text.splitlines()[0] for cid, text in data["harness"].items()}
-    assert not crashes and not data["violations"] and run.returncode == 0, (crashes, data["violations"], run.stderr[-3000:])
+    assert not crashes and not data["violations"] and run.returncode == 0, (crashes, data["violations"],
+                                                                            run.stderr[-3000:])
     return data
 
 
@@ -66,7 +66,8 @@ def test_the_command_lines_cover_the_launches_the_issue_names(report):
 
 
 def test_sglang_accepts_every_written_back_namespace(report):
-    refused = {c["id"]: c["sglang"]["written"] for c in _resolved(report) if c["sglang"]["written"]["status"] != "resolved"}
+    refused = {c["id"]: c["sglang"]["written"] for c in _resolved(report)
+               if c["sglang"]["written"]["status"] != "resolved"}
     assert not refused, refused
     # and the resolver resolved nothing SGLang refuses as typed
     assert not [c["id"] for c in _resolved(report) if c["sglang"]["control"]["status"] != "resolved"]

@@ -136,7 +136,7 @@ def check(case_id, **expected):
 
 
 def spec(case_id, algorithm, steps, topk, tokens):
-    check(case_id, **dict(zip(SPEC, (algorithm, steps, topk, tokens))))
+    check(case_id, **dict(zip(SPEC, (algorithm, steps, topk, tokens), strict=True)))
 
 
 @pytest.mark.parametrize("case_id, expected", [
@@ -222,7 +222,8 @@ def test_adaptive_falls_back_then_asserts():
 # steps, top-k 20; a corpus budget of 40 with 40 draft tokens is refused ("... - 1 (39)"), 39 passes.
 @pytest.mark.parametrize("args, expected", [
     ({"speculative_num_draft_tokens": 64, "speculative_ngram_max_bfs_breadth": 1}, (64, 1)),
-    ({"speculative_num_draft_tokens": 45, "speculative_ngram_max_bfs_breadth": 20, "speculative_eagle_topk": 3}, (2, 20)),
+    ({"speculative_num_draft_tokens": 45, "speculative_ngram_max_bfs_breadth": 20, "speculative_eagle_topk": 3},
+     (2, 20)),
 ])
 def test_ngram_steps_and_topk_are_computed_for_any_numbers(args, expected):
     res = resolve_request(get_engine(), platform="sm90", model=LLAMA, fixes=False,
@@ -255,9 +256,10 @@ def test_a_long_chain_verifies_steps_plus_one_tokens():
 # the DFlash draft of tools/sglang_diff.py DRAFTS, varied as named: its block size, is_causal, and a
 # block size nested in dflash_config; and a Gemma 4 assistant draft with the Llama target.
 QWEN3 = next(m for m in MODELS.values() if m["architectures"][0].startswith("Qwen3"))
-DFLASH_DRAFT = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 1,
-                "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 12288, "vocab_size": 151936,
-                "rope_theta": 1000000, "block_size": 16, "torch_dtype": "bfloat16"}
+DFLASH_DRAFT = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096,
+                "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "intermediate_size": 12288, "vocab_size": 151936, "rope_theta": 1000000, "block_size": 16,
+                "torch_dtype": "bfloat16"}
 
 
 @pytest.mark.parametrize("draft, platform, args, expected", [
@@ -265,7 +267,8 @@ DFLASH_DRAFT = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "h
     ({"block_size": 8}, "sm100", {"attention_backend": "trtllm_mha"}, (8, "fa4")),     # not causal: falls back
     ({"is_causal": True}, "sm100", {}, (16, "trtllm_mha")),                            # causal: keeps trtllm_mha
     ({"is_causal": True}, "sm90", {"speculative_draft_attention_backend": "trtllm_mha"}, (16, "trtllm_mha")),
-    ({"block_size": None, "dflash_config": {"block_size": 4}}, "sm90", {"attention_backend": "trtllm_mha"}, (4, "flashinfer")),
+    ({"block_size": None, "dflash_config": {"block_size": 4}}, "sm90", {"attention_backend": "trtllm_mha"},
+     (4, "flashinfer")),
 ])
 def test_the_dflash_draft_config_sets_the_block_and_the_draft_backend(draft, platform, args, expected):
     config = {k: v for k, v in {**DFLASH_DRAFT, **draft}.items() if v is not None}
@@ -278,7 +281,8 @@ def test_the_dflash_draft_config_sets_the_block_and_the_draft_backend(draft, pla
 def test_an_unread_draft_config_gives_sglangs_fallback():
     res = resolve_request(get_engine(), platform="sm100", model=QWEN3, fixes=False, args={
         "speculative_algorithm": "DFLASH", "speculative_draft_model_path": "/no/such/draft"})
-    assert (res.values["speculative_num_draft_tokens"], res.values["speculative_draft_attention_backend"]) == (16, "fa4")
+    assert (res.values["speculative_num_draft_tokens"],
+            res.values["speculative_draft_attention_backend"]) == (16, "fa4")
     assert "not read" in res.outcome.facts["draft.block_size"].origin.where
 
 

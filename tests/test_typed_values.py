@@ -107,7 +107,8 @@ def test_strings_the_engine_cannot_hold_are_input_errors():
 def test_a_batch_line_with_invalid_utf8_is_an_input_error(tmp_path):
     f = tmp_path / "r.jsonl"
     good = json.dumps({"id": "ok", "platform": "h100", "model_arch": DSV32}).encode()
-    bad = b'{"id": "bad", "platform": "h100", "model": {"architectures": ["' + DSV32.encode() + b'"], "model_type": "\xff"}}'
+    bad = (b'{"id": "bad", "platform": "h100", "model": {"architectures": ["' + DSV32.encode()
+           + b'"], "model_type": "\xff"}}')
     f.write_bytes(good + b"\n" + bad + b"\n")
     out, err = io.StringIO(), io.StringIO()
     code = main(["--batch", str(f)], out, err)

@@ -45,10 +45,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, ROOT)
 
-from resolver.api import Engine, get_engine
-from resolver.batch import resolve_line
-from resolver.catalogue import catalogue as flag_catalogue
-from resolver.model_source import catalogue as model_catalogue
+# imported only after the path above, so a script run imports this checkout's resolver, not an installed one
+from resolver.api import Engine, get_engine  # noqa: E402
+from resolver.batch import resolve_line  # noqa: E402
+from resolver.catalogue import catalogue as flag_catalogue  # noqa: E402
+from resolver.model_source import catalogue as model_catalogue  # noqa: E402
 
 PLATFORMS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121", "gfx942", "gfx950")
 #: the oracle writes its checkpoints under one fixed folder: one oracle process at a time, by this lock
@@ -199,7 +200,8 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
         args["speculative_eagle_topk"] = _maybe(rng, 0.4, (1, 2, 4, 8))
         args["speculative_num_draft_tokens"] = _maybe(rng, 0.4, (2, 4, 8, 16))
         args["speculative_draft_attention_backend"] = _maybe(
-            rng, 0.1, _offered(catalogue, "speculative_draft_attention_backend", ("fa3", "flashinfer", "triton", "trtllm_mha")))
+            rng, 0.1, _offered(catalogue, "speculative_draft_attention_backend",
+                               ("fa3", "flashinfer", "triton", "trtllm_mha")))
         args["speculative_adaptive"] = _maybe(rng, 0.05, (True,))
         if algorithm in DRAFTS and rng.random() < 0.85:  # sometimes the draft path is forgotten
             name, draft = rng.choice(DRAFT_VARIANTS.get(algorithm, [(algorithm, DRAFTS[algorithm])]))
@@ -305,16 +307,21 @@ def _draw_moe_extras(rng: random.Random, args: dict[str, Any], request: dict[str
     drawn = {
         "init_expert_location": _maybe(rng, 0.02, ("trivial", "/tmp/expert_location.json")),
         "expert_distribution_recorder_mode": _maybe(
-            rng, 0.03, _offered(catalogue, "expert_distribution_recorder_mode", ("stat", "stat_approx", "per_pass", "per_token"))),
+            rng, 0.03, _offered(catalogue, "expert_distribution_recorder_mode",
+                                ("stat", "stat_approx", "per_pass", "per_token"))),
         "expert_distribution_recorder_buffer_size": _maybe(rng, 0.03, (-1, 100)),
         "expert_balancedness_report_mode": _maybe(
-            rng, 0.03, _offered(catalogue, "expert_balancedness_report_mode", ("off", "server_log", "prometheus", "both"))),
-        "ep_dispatch_algorithm": _maybe(rng, 0.04, _offered(catalogue, "ep_dispatch_algorithm", ("static", "dynamic", "fake", "lp"))),
+            rng, 0.03, _offered(catalogue, "expert_balancedness_report_mode",
+                                ("off", "server_log", "prometheus", "both"))),
+        "ep_dispatch_algorithm": _maybe(
+            rng, 0.04, _offered(catalogue, "ep_dispatch_algorithm", ("static", "dynamic", "fake", "lp"))),
         "enable_single_batch_overlap": _maybe(rng, 0.04, (True,)),
-        "elastic_ep_backend": _maybe(rng, 0.03, _offered(catalogue, "elastic_ep_backend", ("none", "mooncake", "nixl"))),
+        "elastic_ep_backend": _maybe(
+            rng, 0.03, _offered(catalogue, "elastic_ep_backend", ("none", "mooncake", "nixl"))),
     }
     if args.get("speculative_algorithm") is not None:
-        drawn["speculative_moe_a2a_backend"] = _maybe(rng, 0.08, _offered(catalogue, "speculative_moe_a2a_backend", _DRAFT_A2A))
+        drawn["speculative_moe_a2a_backend"] = _maybe(
+            rng, 0.08, _offered(catalogue, "speculative_moe_a2a_backend", _DRAFT_A2A))
     args.update({k: v for k, v in drawn.items() if v is not None})
 
 
@@ -503,7 +510,8 @@ def _decode_batches(max_bs: int, speculative: bool) -> list[int]:
 #: the generators a phase's batch list comes from, by the name rules/cuda_graph_config.yaml gives them
 BATCH_LISTS = {
     "decode": {"default": lambda m: _decode_batches(m, False), "speculative": lambda m: _decode_batches(m, True)},
-    "prefill": {"default": _prefill_buckets, "aligned8": lambda m: sorted({(b + 7) // 8 * 8 for b in _prefill_buckets(m)})},
+    "prefill": {"default": _prefill_buckets,
+                "aligned8": lambda m: sorted({(b + 7) // 8 * 8 for b in _prefill_buckets(m)})},
 }
 
 
@@ -578,8 +586,9 @@ _KERNEL_SKIPS = ("is not installed on the target", "its kernel cannot run on")
 #: values that follow from the attention backend (page size, the radix cache under deterministic
 #: inference, the draft backend that copies it, the mamba radix cache that follows the radix cache) or
 #: from the MoE runner (the shared-expert fusion its kernel needs off, the draft's runner that copies it)
-FOLLOW_THE_BACKEND = {"page_size", "disable_radix_cache", "uses_mamba_radix_cache", "speculative_draft_attention_backend",
-                      "disable_shared_experts_fusion", "speculative_moe_runner_backend"}
+FOLLOW_THE_BACKEND = {"page_size", "disable_radix_cache", "uses_mamba_radix_cache",
+                      "speculative_draft_attention_backend", "disable_shared_experts_fusion",
+                      "speculative_moe_runner_backend"}
 
 
 def _skipped_for_kernel(result: dict, differ: list[str], sg: dict, request: dict, defaults: dict) -> bool:

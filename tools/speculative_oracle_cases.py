@@ -12,8 +12,8 @@ Usage (from /work/shared, one oracle process at a time)::
     flock /tmp/oracle.lock $SGLVENV/bin/python -B oracle/full_pipeline.py --groups spec --out /tmp/spec.jsonl
     python tools/speculative_oracle_cases.py requests /tmp/spec.jsonl > /tmp/spec-custom.jsonl
     flock /tmp/oracle.lock $SGLVENV/bin/python -B oracle/ask.py /tmp/spec-custom.jsonl > /tmp/spec-custom-ans.jsonl
-    python tools/speculative_oracle_cases.py fixture /tmp/spec.jsonl /tmp/spec-custom.jsonl /tmp/spec-custom-ans.jsonl \\
-        > tests/data/speculative-oracle.json
+    python tools/speculative_oracle_cases.py fixture /tmp/spec.jsonl /tmp/spec-custom.jsonl \\
+        /tmp/spec-custom-ans.jsonl > tests/data/speculative-oracle.json
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ FIELDS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_t
           "disable_overlap_schedule", "speculative_adaptive", "speculative_use_rejection_sampling",
           "speculative_draft_model_revision", "attention_backend", "page_size")
 DRAFT_DIR = "/tmp/sglang-oracle-fixture/draft"
-FLAGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "resolver", "data", "sglang_flags.json")
+FLAGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "resolver", "data",
+                     "sglang_flags.json")
 
 
 def _grid(path):
@@ -70,7 +71,8 @@ def custom_requests(grid) -> list[dict]:
                   {**corpus, "speculative_ngram_external_sam_budget": 4},
                   {**corpus, "speculative_ngram_external_sam_budget": 12},
                   {**corpus, "speculative_ngram_external_sam_budget": 11},
-                  {**corpus, "speculative_ngram_external_sam_budget": 4, "speculative_ngram_external_corpus_max_tokens": 0},
+                  {**corpus, "speculative_ngram_external_sam_budget": 4,
+                   "speculative_ngram_external_corpus_max_tokens": 0},
                   {"attn_dp_size": 2, "tp_size": 2}, {"page_size": 16, "attention_backend": "flashinfer"},
                   {"page_size": 16, "attention_backend": "fa3"},
                   {"page_size": 16, "attention_backend": "fa3", "speculative_ngram_max_bfs_breadth": 1},
@@ -101,11 +103,14 @@ def custom_requests(grid) -> list[dict]:
     req("sm90", L, {"speculative_algorithm": "EAGLE", "speculative_num_steps": 4, "speculative_eagle_topk": 2},
         draft="eagle_llama", tag="tree-no-tokens")
     # DFLASH
-    for extra in [{"speculative_dflash_block_size": 8}, {"speculative_dflash_block_size": 8, "speculative_num_draft_tokens": 8},
+    for extra in [{"speculative_dflash_block_size": 8},
+                  {"speculative_dflash_block_size": 8, "speculative_num_draft_tokens": 8},
                   {"speculative_dflash_block_size": 8, "speculative_num_draft_tokens": 16},
                   {"speculative_dflash_block_size": 0}, {"speculative_draft_window_size": 8},
-                  {"speculative_draft_window_size": 32}, {"speculative_draft_window_size": 8, "speculative_dflash_block_size": 4},
-                  {"pp_size": 2}, {"attn_dp_size": 2, "tp_size": 2}, {"attn_dp_size": 2, "tp_size": 2, "enable_dp_lm_head": True},
+                  {"speculative_draft_window_size": 32},
+                  {"speculative_draft_window_size": 8, "speculative_dflash_block_size": 4},
+                  {"pp_size": 2}, {"attn_dp_size": 2, "tp_size": 2},
+                  {"attn_dp_size": 2, "tp_size": 2, "enable_dp_lm_head": True},
                   {"speculative_num_steps": 3, "speculative_eagle_topk": 4},
                   {"speculative_draft_attention_backend": "trtllm_mha"}, {"speculative_draft_attention_backend": "fa4"},
                   {"attention_backend": "trtllm_mha"}, {"attention_backend": "fa3"},
@@ -117,30 +122,41 @@ def custom_requests(grid) -> list[dict]:
             req(plat, Q, {"speculative_algorithm": "DFLASH", **extra}, draft="dflash_qwen3", tag="dflash")
     # STANDALONE, rejection sampling, thresholds, block verification, draft window
     for plat in ["sm90", "gfx942"]:
-        req(plat, L, {"speculative_algorithm": "STANDALONE", "speculative_use_rejection_sampling": True}, draft="llama32_1b", tag="sa-rs")
-        req(plat, L, {"speculative_algorithm": "STANDALONE", "attn_dp_size": 2, "tp_size": 2}, draft="llama32_1b", tag="sa-dp")
-        req(plat, L, {"speculative_algorithm": "STANDALONE", "enable_mixed_chunk": True}, draft="llama32_1b", tag="sa-mixed")
-        req(plat, L, {"speculative_algorithm": "EAGLE", "enable_mixed_chunk": True, **S3}, draft="eagle_llama", tag="e-mixed")
+        req(plat, L, {"speculative_algorithm": "STANDALONE", "speculative_use_rejection_sampling": True},
+            draft="llama32_1b", tag="sa-rs")
+        req(plat, L, {"speculative_algorithm": "STANDALONE", "attn_dp_size": 2, "tp_size": 2},
+            draft="llama32_1b", tag="sa-dp")
+        req(plat, L, {"speculative_algorithm": "STANDALONE", "enable_mixed_chunk": True},
+            draft="llama32_1b", tag="sa-mixed")
+        req(plat, L, {"speculative_algorithm": "EAGLE", "enable_mixed_chunk": True, **S3},
+            draft="eagle_llama", tag="e-mixed")
         req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_use_rejection_sampling": True,
                       "speculative_accept_threshold_single": 0.5, **S3}, draft="eagle_llama", tag="rs-thr")
-        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_accept_threshold_acc": 0.5, **S3}, draft="eagle_llama", tag="thr")
-        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_token_map": "/tmp/map.pt", **S3}, draft="eagle_llama", tag="tokmap")
-        req(plat, L, {"speculative_algorithm": "EAGLE", "enable_deterministic_inference": True, **S3}, draft="eagle_llama", tag="det")
+        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_accept_threshold_acc": 0.5, **S3},
+            draft="eagle_llama", tag="thr")
+        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_token_map": "/tmp/map.pt", **S3},
+            draft="eagle_llama", tag="tokmap")
+        req(plat, L, {"speculative_algorithm": "EAGLE", "enable_deterministic_inference": True, **S3},
+            draft="eagle_llama", tag="det")
         req(plat, L, {"speculative_algorithm": "EAGLE3", **S3}, draft="eagle3_llama", tag="e3")
         req(plat, "deepseek_v3_fp8", {"speculative_algorithm": "NEXTN", **S3}, tag="nextn")
-        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_use_block_verification": True, **S3}, draft="eagle_llama", tag="bv")
+        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_use_block_verification": True, **S3},
+            draft="eagle_llama", tag="bv")
         req(plat, L, {"speculative_algorithm": "NGRAM", "speculative_use_block_verification": True}, tag="bv-ngram")
         req(plat, L, {"speculative_use_block_verification": True}, tag="bv-none")
-        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_draft_window_size": 0, **S3}, draft="eagle_llama", tag="win0")
-        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_draft_window_size": 64, "speculative_draft_sink_size": -1, **S3},
-            draft="eagle_llama", tag="sink-neg")
-        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_draft_sink_size": 4, **S3}, draft="eagle_llama", tag="sink-nowin")
-        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_draft_window_size": 64, "speculative_draft_sink_size": 4, **S3},
-            draft="eagle_llama", tag="win-ok")
+        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_draft_window_size": 0, **S3},
+            draft="eagle_llama", tag="win0")
+        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_draft_window_size": 64,
+                      "speculative_draft_sink_size": -1, **S3}, draft="eagle_llama", tag="sink-neg")
+        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_draft_sink_size": 4, **S3},
+            draft="eagle_llama", tag="sink-nowin")
+        req(plat, L, {"speculative_algorithm": "EAGLE", "speculative_draft_window_size": 64,
+                      "speculative_draft_sink_size": 4, **S3}, draft="eagle_llama", tag="win-ok")
         req(plat, L, {"speculative_draft_sink_size": 4}, tag="sink-nospec")
     # PD decode server with its radix cache
     for algo, draft in [("NGRAM", None), ("EAGLE", "eagle_llama"), ("STANDALONE", "llama32_1b")]:
-        a = {"speculative_algorithm": algo, "disaggregation_mode": "decode", "disaggregation_decode_enable_radix_cache": True}
+        a = {"speculative_algorithm": algo, "disaggregation_mode": "decode",
+             "disaggregation_decode_enable_radix_cache": True}
         if algo != "NGRAM":
             a.update(S3)
         req("sm90", L, a, draft=draft, tag="pd-radix")
@@ -148,7 +164,8 @@ def custom_requests(grid) -> list[dict]:
                     "disaggregation_decode_enable_radix_cache": True}, draft="dflash_qwen3", tag="pd-radix")
     # pipeline parallelism
     for algo, draft, mode in [("EAGLE3", "eagle3_llama", None), ("EAGLE", "eagle_llama", None),
-                              ("EAGLE", "eagle_llama", "prefill"), ("NGRAM", None, None), ("STANDALONE", "llama32_1b", None)]:
+                              ("EAGLE", "eagle_llama", "prefill"), ("NGRAM", None, None),
+                              ("STANDALONE", "llama32_1b", None)]:
         a = {"speculative_algorithm": algo, "pp_size": 2}
         if algo != "NGRAM":
             a.update(S3)
@@ -156,8 +173,10 @@ def custom_requests(grid) -> list[dict]:
             a["disaggregation_mode"] = mode
         req("sm90", L, a, draft=draft, tag="pp")
     req("sm90", "deepseek_v3_fp8", {"speculative_algorithm": "EAGLE", "pp_size": 2, **S3}, tag="pp-ds")
-    req("sm90", L, {"speculative_algorithm": "EAGLE", "max_running_requests": 128, **S3}, draft="eagle_llama", tag="mrr")
-    req("sm90", L, {"speculative_algorithm": "EAGLE", "speculative_draft_model_revision": "v2", **S3}, draft="eagle_llama", tag="rev")
+    req("sm90", L, {"speculative_algorithm": "EAGLE", "max_running_requests": 128, **S3},
+        draft="eagle_llama", tag="mrr")
+    req("sm90", L, {"speculative_algorithm": "EAGLE", "speculative_draft_model_revision": "v2", **S3},
+        draft="eagle_llama", tag="rev")
     # split prefill/decode backends with a draft tree on 16-token pages
     for pre, dec in [("trtllm_mha", "fa3"), ("fa3", "trtllm_mha"), ("flashinfer", "fa3"), ("triton", "flashinfer")]:
         req("sm90", L, {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 4,

@@ -21,13 +21,14 @@ import dataclasses
 import glob
 import importlib.util
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..errors import ResolverError
 from ..platforms import ALL_PLATFORMS
 
-__all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "UNQUANTIZED", "package_probe"]
+__all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "UNQUANTIZED",
+           "package_probe"]
 
 #: role -> the option whose value names the backend in that role
 ROLES = {
@@ -144,7 +145,8 @@ def validate(adapter: object, origin: str) -> KernelAdapter:
         raise AdapterError(f"kernel adapter from {origin} is a {type(adapter).__name__}, not a KernelAdapter")
     # the name is printed in every listing and warning: one line of text, or it could forge others
     if not isinstance(adapter.name, str) or not adapter.name.strip() or not adapter.name.isprintable():
-        raise AdapterError(f"kernel adapter from {origin}: its name must be non-empty printable text, got {adapter.name!r}")
+        raise AdapterError(f"kernel adapter from {origin}: its name must be non-empty printable text, "
+                           f"got {adapter.name!r}")
     where = f"kernel adapter '{adapter.name}' ({origin})"
     if not callable(adapter.probe):
         raise AdapterError(f"{where}: its probe is a {type(adapter.probe).__name__}, not a function")

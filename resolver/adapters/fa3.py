@@ -14,14 +14,16 @@ ADAPTER = KernelAdapter(
               kv_dtypes=BF16),
         Claim("attention", ("fa3",), "supported", SM90, "B3: e4m3 kernels exist for sm_90a", kv_dtypes=("fp8_e4m3",)),
         Claim("attention", ("fa3",), "unsupported", SM10X + SM110 + SM12X,
-              "R7 (SM110): " + _BUILT + " (\"FlashAttention v3 Backend requires SM>=80 and SM<=90\", at backend construction)"),
+              "R7 (SM110): " + _BUILT
+              + " (\"FlashAttention v3 Backend requires SM>=80 and SM<=90\", at backend construction)"),
         Claim("attention", ("fa3",), "unsupported", SM8X,
               "R8: S2, the FA3 registry refuses MLA on major 8; B3 \"Only Hopper supports different V headdim\"",
               mla=True),
         Claim("attention", ("fa3",), "unsupported", SM8X,
               "R14: B3 \"FlashAttention on Ampere/Ada cards only supports fp16 and bf16 data type\"",
               kv_dtypes=("fp8_e4m3",)),
-        Claim("attention", ("fa3",), "refused", CUDA, "S32: no e5m2 kernel anywhere; SGLang rewrites fa3 to triton (B3)",
+        Claim("attention", ("fa3",), "refused", CUDA,
+              "S32: no e5m2 kernel anywhere; SGLang rewrites fa3 to triton (B3)",
               kv_dtypes=("fp8_e5m2",)),
         # ROCm: unknown (R16, weak); no claim
         Claim("dsa_decode", ("fa3",), "supported", SM90, "B3: FA3 576/512 head dims are instantiated for sm_90a",

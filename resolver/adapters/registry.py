@@ -122,9 +122,10 @@ class Registry:
         if claim.status == "supported" and isinstance(probe, AdapterError):
             # the install could not be checked: neither "runs here" (the package may be missing) nor
             # "cannot run" (a broken or slow probe must not manufacture a conflict); the warning says why
-            return Verdict("unknown", f"{claim.evidence}{scope}, not verified on this machine: its probe gave no answer "
-                                      f"[adapter {name}, {adapter.source}; {claim.strength}]", name)
-        return Verdict(claim.status, f"{claim.evidence}{scope} [adapter {name}, {adapter.source}; {claim.strength}]", name)
+            return Verdict("unknown", f"{claim.evidence}{scope}, not verified on this machine: its probe gave "
+                                      f"no answer [adapter {name}, {adapter.source}; {claim.strength}]", name)
+        return Verdict(claim.status,
+                       f"{claim.evidence}{scope} [adapter {name}, {adapter.source}; {claim.strength}]", name)
 
     def served(self, role_prefix: str | None = None) -> set[str]:
         """The backends the adapters speak about: all of them, or those with a claim in a role

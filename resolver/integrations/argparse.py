@@ -44,8 +44,8 @@ from typing import Any
 
 from ..api import Resolution, get_engine, resolve_request
 from ..catalogue import catalogue
-from ..launch_line import copied_from_checkpoint, launch_value
 from ..errors import ConflictError
+from ..launch_line import copied_from_checkpoint, launch_value
 from ..rules import RulePack
 
 __all__ = ["add_resolver_arguments", "resolve_namespace"]

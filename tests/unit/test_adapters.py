@@ -112,8 +112,10 @@ def test_a_probe_reads_the_installed_build_and_the_verdict_uses_it(tmp_path, mon
     (pkg / "_C.abi3.so").write_bytes(_elf([(".nv_fatbin", _fatbin([(2, 90), (2, 100)]))]))
     monkeypatch.syspath_prepend(str(tmp_path))
     probe = package_probe("fakekern", "fakekern", "_C*.so")()
-    assert probe.installed and probe.archs == (90, 100) and probe.ptx == () and "_C.abi3.so: SASS sm_90, sm_100" in probe.detail
-    adapter = _adapter(Claim("dsa_decode", ("k",), "supported", ("sm90", "sm100", "sm103", "sm120"), "upstream says so"),
+    assert probe.installed and probe.archs == (90, 100) and probe.ptx == ()
+    assert "_C.abi3.so: SASS sm_90, sm_100" in probe.detail
+    adapter = _adapter(Claim("dsa_decode", ("k",), "supported", ("sm90", "sm100", "sm103", "sm120"),
+                             "upstream says so"),
                        compiled_backends=("k",))
     reg = Registry([adapter], [], {"t": probe})
     assert reg.verdict("dsa_decode", "k", "sm100").status == "supported"
@@ -176,7 +178,8 @@ def test_an_adapter_name_is_one_line_of_text_and_look_alikes_are_one_name():
 
     for name in ("", "  ", "fa3\nwarning: all clear", None):
         with pytest.raises(AdapterError, match="name must be non-empty printable text"):
-            validate(KernelAdapter(name, "x", None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),)), "test")
+            validate(KernelAdapter(name, "x", None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),)),
+                     "test")
     with pytest.raises(AdapterError, match="its probe is a str"):
         validate(KernelAdapter("x", "x", None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),),
                                probe="yes"), "test")

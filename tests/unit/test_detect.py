@@ -16,7 +16,8 @@ def _fake_run(outputs):
 
 
 def test_nvidia_smi(monkeypatch):
-    monkeypatch.setattr(detect, "_run", _fake_run({"nvidia-smi": "NVIDIA H100 80GB HBM3, 9.0\nNVIDIA H100 80GB HBM3, 9.0\n"}))
+    monkeypatch.setattr(detect, "_run",
+                        _fake_run({"nvidia-smi": "NVIDIA H100 80GB HBM3, 9.0\nNVIDIA H100 80GB HBM3, 9.0\n"}))
     d = detect.detect_platform([("nvidia-smi", detect.probe_nvidia_smi)])
     assert d.platform.name == "sm90" and "nvidia-smi: NVIDIA H100 80GB HBM3" in d.how and "(2 GPUs)" in d.how
 
@@ -30,7 +31,8 @@ def test_several_kinds_ask_for_a_platform(monkeypatch):
 def test_rocminfo_and_amd_smi(monkeypatch):
     monkeypatch.setattr(detect, "_run", _fake_run({
         "rocminfo": "Agent 2\n  Name:                    gfx942\n  Marketing Name: AMD Instinct MI300X\n",
-        "amd-smi": '[{"gpu": 0, "asic": {"market_name": "AMD Instinct MI355X", "target_graphics_version": "gfx950"}}]'}))
+        "amd-smi": '[{"gpu": 0, "asic": {"market_name": "AMD Instinct MI355X", '
+                   '"target_graphics_version": "gfx950"}}]'}))
     assert detect.detect_platform([("rocminfo", detect.probe_rocminfo)]).platform.name == "gfx942"
     assert detect.detect_platform([("amd-smi", detect.probe_amd_smi)]).platform.name == "gfx950"
 

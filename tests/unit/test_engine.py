@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+import resolver.engine as engine_module
 from resolver.api import get_engine, resolve_request
 from resolver.compiler import EngineNetwork, compile_pack, part_ruleset
-import resolver.engine as engine_module
 from resolver.engine import DurableMatcher, ReferenceMatcher
 from resolver.engine_values import constant, fact_fields, fact_value
 from resolver.errors import EngineError, InputError, RuleFileErrors
@@ -30,10 +30,12 @@ def test_durable_rules_does_the_matching(engine, monkeypatch):
     monkeypatch.setattr(ReferenceMatcher, "session", lambda self: (_ for _ in ()).throw(AssertionError("not used")))
     calls = []
     real = engine_module._fire
-    monkeypatch.setattr(engine_module, "_fire", lambda native, handle, facts: calls.append(len(facts)) or real(native, handle, facts))
+    monkeypatch.setattr(engine_module, "_fire",
+                        lambda native, handle, facts: calls.append(len(facts)) or real(native, handle, facts))
     res = resolve_request(engine, platform="h100", args=SEED_ARGS, model_arch="DeepseekV32ForCausalLM", fixes=False)
     assert calls, "durable-rules was not called"
-    assert {c.rule.id for c in res.conflicts} == {"conflict.hisparse.decode.cuda-fp8", "conflict.dsa.tilelang-fp8.hisparse"}
+    assert {c.rule.id for c in res.conflicts} == {"conflict.hisparse.decode.cuda-fp8",
+                                                  "conflict.dsa.tilelang-fp8.hisparse"}
 
 
 def test_the_compiled_json_decides(engine):
@@ -64,13 +66,14 @@ def test_sessions_are_deleted(engine):
 
 
 def _stored(matcher) -> list[int]:
-    return [len(json.loads(matcher._native.get_facts(matcher._handles[i], matcher._sid))) for i in sorted(matcher._opened)]
+    return [len(json.loads(matcher._native.get_facts(matcher._handles[i], matcher._sid)))
+            for i in sorted(matcher._opened)]
 
 
 def test_one_sid_serves_every_resolution_and_is_left_holding_only_its_sink_fact(engine):
     matcher = DurableMatcher(engine.compiled)
-    requests = [_request(SEED_ARGS), _request({}, "b200", "DeepseekV3ForCausalLM"), _request({"page_size": 64}, "mi300x"),
-                _request(SEED_ARGS)]
+    requests = [_request(SEED_ARGS), _request({}, "b200", "DeepseekV3ForCausalLM"),
+                _request({"page_size": 64}, "mi300x"), _request(SEED_ARGS)]
     outcomes = []
     for req in requests:
         outcomes.append(run(engine.compiled, matcher, req))
@@ -159,7 +162,10 @@ def test_emitted_json_stays_in_the_safe_subset(engine):
                 if op in ("$lt", "$lte", "$gt", "$gte", "$neq"):
                     assert not any(isinstance(v, dict) for v in sub.values()), node
                 if op == "$or":
-                    kinds = {"join" if any(isinstance(v, dict) for t in s for v in t.values() if not t.keys() & {"$and", "$or", "$ex", "$nex", "$neq", "$lt", "$lte", "$gt", "$gte"}) else "const" for s in [[x] for x in sub]}
+                    ops = {"$and", "$or", "$ex", "$nex", "$neq", "$lt", "$lte", "$gt", "$gte"}
+                    kinds = {"join" if any(isinstance(v, dict) for t in s for v in t.values() if not t.keys() & ops)
+                             else "const"
+                             for s in [[x] for x in sub]}
                     assert len(kinds) == 1, node
                 walk(sub, op)
         elif isinstance(node, list):
@@ -181,7 +187,8 @@ rules:
     message: big
 """
     pack = load_rules(rules_dir({"a.yaml": text}))
-    with pytest.raises(RuleFileErrors, match=r"a.yaml:3: rule conflict.big: 512 different tests follow 'model.architecture'"):
+    with pytest.raises(RuleFileErrors,
+                       match=r"a.yaml:3: rule conflict.big: 512 different tests follow 'model.architecture'"):
         compile_pack(pack)
 
 

@@ -32,10 +32,12 @@ def test_spelled_out_capability():
 
 def test_model_facts_carry_origins():
     facts = model_facts({"architectures": ["GlmMoeDsaForCausalLM"], "index_topk": 2048})
-    assert facts["model.architecture"] == ("GlmMoeDsaForCausalLM", Origin("model", where="config.json", field="architectures[0]"))
+    assert facts["model.architecture"] == ("GlmMoeDsaForCausalLM",
+                                           Origin("model", where="config.json", field="architectures[0]"))
     assert facts["model.index_topk"] == (2048, Origin("model", where="config.json", field="index_topk"))
     assert facts["model.learnable_sink"][0] is False
-    assert model_facts(arch="DeepseekV32ForCausalLM")["model.from_arch_only"] == (True, Origin("flag", where="--model-arch"))
+    from_arch = model_facts(arch="DeepseekV32ForCausalLM")
+    assert from_arch["model.from_arch_only"] == (True, Origin("flag", where="--model-arch"))
 
 
 @pytest.mark.parametrize("config", [{"architectures": "X"}, {"architectures": []}, {"index_topk": [1]}, [1]])
@@ -63,10 +65,12 @@ def test_a_multimodal_config_is_read_through_its_language_part():
     config = {"architectures": ["DeepseekVL2ForCausalLM"], "kv_lora_rank": None,
               "language_config": {"kv_lora_rank": 512, "num_key_value_heads": 128, "head_dim": 192, "v_head_dim": 128}}
     facts = model_facts(config)
-    assert facts["model.kv_lora_rank"] == (None, Origin("model", where="config.json", field="kv_lora_rank"))  # the top level wins when present
+    # the top level wins when present
+    assert facts["model.kv_lora_rank"] == (None, Origin("model", where="config.json", field="kv_lora_rank"))
     del config["kv_lora_rank"]
     facts = model_facts(config)
-    assert facts["model.kv_lora_rank"] == (512, Origin("model", where="config.json", field="language_config.kv_lora_rank"))
+    assert facts["model.kv_lora_rank"] == (512, Origin("model", where="config.json",
+                                                       field="language_config.kv_lora_rank"))
     assert facts["model.asymmetric_kv"][0] is True
     assert model_facts({"architectures": ["X"], "text_config": {"index_topk": 2048}})["model.index_topk"][0] == 2048
 

@@ -56,7 +56,7 @@ def test_good_pack(rules_dir):
 
 def _line(text, needle, nth=1):
     """1-based line of the nth line of ``text`` containing ``needle`` (rule files are written as-is)."""
-    hits = [i + 1 for i, l in enumerate(text.splitlines()) if needle in l]
+    hits = [i + 1 for i, line in enumerate(text.splitlines()) if needle in line]
     return hits[nth - 1]
 
 
@@ -98,7 +98,7 @@ def test_bad_when_gets_a_caret_under_the_problem(rules_dir):
     bad = GOOD.replace("when: b\n", "when: b and a < 'x'\n")
     err = _problems(rules_dir({"a.yaml": bad}))
     lines = str(err).splitlines()
-    i = next(i for i, l in enumerate(lines) if "needs a number" in l)
+    i = next(i for i, line in enumerate(lines) if "needs a number" in line)
     assert re.search(rf"rules/a.yaml:{_line(bad, 'when: b and')}: ", lines[i])
     source, caret = lines[i + 1], lines[i + 2]
     assert source.strip() == "when: b and a < 'x'"

@@ -141,13 +141,15 @@ def test_a_pack_read_back_equals_a_freshly_loaded_one(tmp_path, monkeypatch):
 
 def test_resolutions_from_a_cached_pack_are_the_same(tmp_path, monkeypatch):
     directory = default_rules_dir()
-    fresh = api.Engine(*(built := _load_and_compile(directory)), api.DurableMatcher(built[1]), api.ReferenceMatcher(built[1]))
+    fresh = api.Engine(*(built := _load_and_compile(directory)), api.DurableMatcher(built[1]),
+                       api.ReferenceMatcher(built[1]))
     pack, compiled = from_data(json.loads(pack_cache._encode("k" * 64, built)))
     cached = api.Engine(pack, compiled, api.DurableMatcher(compiled), api.ReferenceMatcher(compiled))
     for platform in ("h100", "a100", "b200", "mi300x"):
         for arch in ("LlamaForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"):
             for args in ({}, {"kv_cache_dtype": "fp8_e4m3"}, SEED_ARGS):
-                a, b = (resolve_request(e, platform=platform, model_arch=arch, args=args, fixes=False) for e in (fresh, cached))
+                a, b = (resolve_request(e, platform=platform, model_arch=arch, args=args, fixes=False)
+                        for e in (fresh, cached))
                 assert a.to_dict() == b.to_dict(), (platform, arch, args)
 
 
@@ -185,7 +187,8 @@ def test_a_misshapen_or_writable_entry_is_never_used(tmp_path, monkeypatch):
     entry = cache / (key + ".json")
     assert entry.stat().st_mode & 0o777 == 0o600
     good = entry.read_bytes()
-    entry.write_text(json.dumps({"format": pack_cache._FORMAT, "key": key, "pack": 42, "compiled": {}}))  # right key, wrong shape
+    # the right key, the wrong shape
+    entry.write_text(json.dumps({"format": pack_cache._FORMAT, "key": key, "pack": 42, "compiled": {}}))
     assert cached_pack(default_rules_dir(), build)[0].options and len(calls) == 2
     entry.write_bytes(good)
     entry.chmod(0o666)  # writable by others: whoever could write it may have chosen its content

@@ -56,7 +56,8 @@ def test_priority_user_value_and_chained_adjustments(rules_dir):
     res = resolve_request(engine, platform="h100")
     assert res.values == {"b": "y", "p": 128}
     d = res.derivations["p"]
-    assert [(a.rule.id, a.old, a.new) for a in d.adjustments] == [("adjust.p.first", 1, 64), ("adjust.p.second", 64, 128)]
+    assert [(a.rule.id, a.old, a.new) for a in d.adjustments] == [("adjust.p.first", 1, 64),
+                                                                  ("adjust.p.second", 64, 128)]
     assert d.adjustments[0].message == "y wants 64 (was 1)."
     assert res.warnings == ()  # the user did not type p
     assert [c.rule.id for c in res.derivations["b"].candidates] == ["default.b.any"]
@@ -69,6 +70,7 @@ def test_priority_user_value_and_chained_adjustments(rules_dir):
 
 def test_equal_priorities_that_disagree_name_both_rules(rules_dir):
     engine = get_engine(rules_dir({"a.yaml": PACK.replace("priority: 10", "priority: 20")}))
-    with pytest.raises(AmbiguousDefaultError, match=r"default.b.any .* and default.b.hopper|default.b.hopper .* and default.b.any"):
+    with pytest.raises(AmbiguousDefaultError,
+                       match=r"default.b.any .* and default.b.hopper|default.b.hopper .* and default.b.any"):
         resolve_request(engine, platform="h100")
     assert resolve_request(engine, platform="b200").values["b"] == "x"  # only one holds there

@@ -31,15 +31,19 @@ def _pack_text() -> str:
     for i in range(GROUPS):
         hot, c = f"in{i % HOT}", 100000 + i
         lines += [
-            f"  - {{id: option.pad_{i}, kind: option, doc: pad, name: pad_{i}, type: choice, choices: [a, b], help: pad}}",
-            f"  - {{id: default.pad_{i}.a, kind: default, doc: pad, when: '{hot} != {c}', set: {{pad_{i}: a}}, priority: 1}}",
-            f"  - {{id: default.pad_{i}.b, kind: default, doc: pad, when: '{hot} == {c}', set: {{pad_{i}: b}}, priority: 2}}",
-            (f"  - {{id: conflict.pad_{i}, kind: conflict, doc: pad, when: 'pad_{i} == \"b\" and {hot} in [{c}, {c + 1}]', "
-             "message: pad}"),
+            (f"  - {{id: option.pad_{i}, kind: option, doc: pad, name: pad_{i}, type: choice, choices: [a, b], "
+             "help: pad}"),
+            (f"  - {{id: default.pad_{i}.a, kind: default, doc: pad, when: '{hot} != {c}', set: {{pad_{i}: a}}, "
+             "priority: 1}"),
+            (f"  - {{id: default.pad_{i}.b, kind: default, doc: pad, when: '{hot} == {c}', set: {{pad_{i}: b}}, "
+             "priority: 2}"),
+            (f"  - {{id: conflict.pad_{i}, kind: conflict, doc: pad, "
+             f"when: 'pad_{i} == \"b\" and {hot} in [{c}, {c + 1}]', message: pad}}"),
         ]
         if i % 8 == 0:
-            lines.append(f"  - {{id: adjust.pad_{i}, kind: adjust, doc: pad, when: 'pad_{i} == \"b\" and {hot} > {c - 1}', "
-                         f"option: pad_{i}, value: a, order: 1, message: pad}}")
+            lines.append(f"  - {{id: adjust.pad_{i}, kind: adjust, doc: pad, "
+                         f"when: 'pad_{i} == \"b\" and {hot} > {c - 1}', option: pad_{i}, value: a, order: 1, "
+                         "message: pad}")
         if i % 16 == 0 and i + 1 < GROUPS:
             lines.append(f"  - {{id: conflict.join_{i}, kind: conflict, doc: pad, when: 'pad_{i} == pad_{i + 1}', "
                          "message: pad}")

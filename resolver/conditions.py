@@ -33,12 +33,13 @@ from typing import Any
 from .errors import InputError
 from .numbers import engine_value
 
-__all__ = ["MAX_BRANCHES", "MAX_EXPRESSION_CHARS", "MAX_EXPRESSION_DEPTH", "TRUE", "Atom", "Condition", "ConditionError",
-           "parse_condition", "parse_tree"]
+__all__ = ["MAX_BRANCHES", "MAX_EXPRESSION_CHARS", "MAX_EXPRESSION_DEPTH", "TRUE", "Atom", "Condition",
+           "ConditionError", "parse_condition", "parse_tree"]
 
 _ORDERED = {"lt", "le", "gt", "ge"}
 _NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "in": "notin", "notin": "in"}
-_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in", "notin": "not in", "join": "=="}
+_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in", "notin": "not in",
+           "join": "=="}
 _LITERAL_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 #: DNF branches of one ``when:``; counted before anything is expanded (a product of 24 two-way
 #: choices would otherwise build 2**24 branches)
@@ -260,7 +261,8 @@ def _dnf(node: ast.AST, negated: bool = False) -> list[Branch]:
         raise ConditionError(exc.message, node.col_offset, exc.code) from None
 
 
-_OPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.In: "in", ast.NotIn: "notin"}
+_OPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.In: "in",
+        ast.NotIn: "notin"}
 _MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 
 

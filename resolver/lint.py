@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .conditions import Atom, parse_condition
-from .errors import InputError, RuleFileErrors, RuleFileProblem
+from .errors import InputError, RuleFileErrors
 from .options import to_argv
 from .platforms import ALL_PLATFORMS, PLATFORM_FACTS, VARIABLE_PLATFORM_FACTS
 from .provenance import fact_name

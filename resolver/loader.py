@@ -53,7 +53,8 @@ def _validator():
 
 #: what the request itself asks of the resolution, as an input fact the rules read (resolution.run asserts it)
 REQUIRE_KNOWN_KERNELS = "request.require_known_kernels"  # --require-known-kernels (rules/kernels.yaml)
-_INPUT_FACTS = set(PLATFORM_FACTS) | set(MODEL_FACTS) | set(DRAFT_FACTS) | set(INSTALLED_FACTS) | {REQUIRE_KNOWN_KERNELS}
+_INPUT_FACTS = (set(PLATFORM_FACTS) | set(MODEL_FACTS) | set(DRAFT_FACTS) | set(INSTALLED_FACTS)
+                | {REQUIRE_KNOWN_KERNELS})
 
 
 def default_rules_dir() -> str:
@@ -382,8 +383,8 @@ class _Builder:
             source = lines[line - 1].rstrip() if 0 < line <= len(lines) else None
             if col is None or source is None or len(str(text).split("\n")) > 1 or "\n" in source:
                 # a folded block: show the logical expression itself with the caret under it
-                self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", exc.column, " ".join(str(text).split()),
-                             exc.code)
+                self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", exc.column,
+                             " ".join(str(text).split()), exc.code)
             else:
                 self.problem(file, line, f"rule {rule.get('id')}: {exc.message}", col + exc.column, source, exc.code)
             return None
@@ -412,14 +413,17 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
     for file, rule, lines in entries:
         ref = RuleRef(rule["id"], file, rule.line)
         if ref.id in seen:
-            b.problem(file, ref.line, f"duplicate rule id '{ref.id}' (first at {seen[ref.id].file}:{seen[ref.id].line})", code="duplicate")
+            first = seen[ref.id]
+            b.problem(file, ref.line, f"duplicate rule id '{ref.id}' (first at {first.file}:{first.line})",
+                      code="duplicate")
             continue
         seen[ref.id] = ref
         kind, doc = rule["kind"], " ".join(rule["doc"].split())
         if kind in ("option", "env"):
             opt = _option(b, ref, doc, rule) if kind == "option" else _env(ref, doc, rule)
             if opt.name in options:
-                b.problem(file, ref.line, f"option '{opt.name}' is declared twice (also {options[opt.name].ref})", code="duplicate")
+                b.problem(file, ref.line, f"option '{opt.name}' is declared twice (also {options[opt.name].ref})",
+                          code="duplicate")
             options[opt.name] = opt
             continue
         if kind == "compute":
@@ -438,7 +442,8 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
     known = set(options) | set(facts) | set(computes) | _INPUT_FACTS | typed | _kernel_facts(options)
     for c in computes.values():
         if c.name in options or c.name in facts or c.name in _INPUT_FACTS:
-            b.problem(c.ref.file, c.ref.line, f"compute '{c.name}' reuses the name of an option or fact", code="duplicate")
+            b.problem(c.ref.file, c.ref.line, f"compute '{c.name}' reuses the name of an option or fact",
+                      code="duplicate")
         for name in c.value.names:
             if name not in known:
                 b.problem(c.ref.file, c.ref.line, f"rule {c.ref.id}: unknown fact or option '{name}' in 'value'"
@@ -450,17 +455,22 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
         for name in when.names():
             if name not in known:
                 b.problem(ref.file, rule.positions.get("when", (ref.line, 0))[0],
-                          f"rule {ref.id}: unknown fact or option '{name}' in 'when'{_did_you_mean(name, known)}", code="unknown-name")
+                          f"rule {ref.id}: unknown fact or option '{name}' in 'when'{_did_you_mean(name, known)}",
+                          code="unknown-name")
         if kind == "fact":
             if rule["name"] in options or rule["name"] in _INPUT_FACTS or rule["name"] in computes:
-                b.problem(ref.file, ref.line, f"fact '{rule['name']}' reuses the name of an option or input fact", code="duplicate")
+                b.problem(ref.file, ref.line, f"fact '{rule['name']}' reuses the name of an option or input fact",
+                          code="duplicate")
         elif kind == "default":
             for name, value in rule["set"].items():
                 if isinstance(value, dict):  # {from: other}: copy another option's or fact's value
                     if value["from"] not in known:
-                        b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact '{value['from']}'", code="unknown-name")
+                        b.problem(ref.file, ref.line,
+                                  f"rule {ref.id}: 'from' names unknown option or fact '{value['from']}'",
+                                  code="unknown-name")
                     if name not in options:
-                        b.problem(ref.file, ref.line, f"rule {ref.id}: 'set' names unknown option '{name}'", code="unknown-name")
+                        b.problem(ref.file, ref.line, f"rule {ref.id}: 'set' names unknown option '{name}'",
+                                  code="unknown-name")
                     continue
                 _check_value(b, ref, options, name, value, "set")
             defaults.append(Default(ref, doc, when, dict(rule["set"]), rule["priority"]))
@@ -480,7 +490,8 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
                     b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact "
                                                   f"'{rule['value']['from']}'", code="unknown-name")
                 if rule["option"] not in options:
-                    b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{rule['option']}'", code="unknown-name")
+                    b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{rule['option']}'",
+                              code="unknown-name")
             else:
                 _check_value(b, ref, options, rule["option"], rule["value"], "option")
             adjusts.append(Adjust(ref, doc, when, rule["option"], rule["value"], rule["order"],
@@ -515,7 +526,9 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
     value_aliases = dict(rule.get("value_aliases", {}))
     for old, new in value_aliases.items():
         if choices and new not in choices:
-            b.problem(ref.file, ref.line, f"option '{name}': value alias '{old}' points to '{new}', which is not a choice", code="unknown-value")
+            b.problem(ref.file, ref.line,
+                      f"option '{name}': value alias '{old}' points to '{new}', which is not a choice",
+                      code="unknown-value")
     note = rule.get("value_alias_note")
     try:
         fields = set(template_fields(note or ""))
@@ -523,8 +536,9 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
         b.problem(ref.file, ref.line, f"option '{name}': bad value_alias_note: {exc}")
         fields = set()
     if fields - {"flag", "value", "new"}:
-        b.problem(ref.file, ref.line, f"option '{name}': value_alias_note may only use {{flag}}, {{value}} and {{new}}, "
-                                      f"not {', '.join(sorted(fields - {'flag', 'value', 'new'}))}")
+        extra = ", ".join(sorted(fields - {"flag", "value", "new"}))
+        b.problem(ref.file, ref.line,
+                  f"option '{name}': value_alias_note may only use {{flag}}, {{value}} and {{new}}, not {extra}")
     no_cli = bool(rule.get("no_cli", False))
     if no_cli and ("flag" in rule or "aliases" in rule):
         b.problem(ref.file, ref.line, f"option '{name}' has no_cli: it takes no flag nor aliases")
@@ -575,15 +589,18 @@ def _check_flags(b: _Builder, options: dict[str, Option]) -> None:
         for flag in (opt.flag, *opt.aliases):
             where = "flag" if flag == opt.flag and not seen else "alias"
             if flag in seen:
-                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': {flag} is given twice (flag and aliases)", code="duplicate")
+                b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': {flag} is given twice (flag and aliases)",
+                          code="duplicate")
                 continue
             seen.add(flag)
             if flag in RESOLVER_FLAGS:
                 b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': its {where} {flag} is a flag of the "
-                                                      "resolver itself (resolve --help); choose another", code="duplicate")
+                                                      "resolver itself (resolve --help); choose another",
+                                                      code="duplicate")
             elif flag in owner:
                 b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': its {where} {flag} already belongs "
-                                                      f"to option '{owner[flag].name}' ({_at(owner[flag])})", code="duplicate")
+                                                      f"to option '{owner[flag].name}' ({_at(owner[flag])})",
+                                                      code="duplicate")
             elif flag in by_flag and by_flag[flag].dest != opt.name:
                 b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': its {where} {flag} is SGLang's flag "
                                                       f"for {by_flag[flag].dest}; choose another", code="duplicate")
@@ -591,7 +608,8 @@ def _check_flags(b: _Builder, options: dict[str, Option]) -> None:
         for flag in sglang:  # SGLang's other spellings of the same field (the parser adds them too)
             if flag not in seen and flag in owner and owner[flag] is not opt:
                 b.problem(opt.ref.file, opt.ref.line, f"option '{opt.name}': SGLang's flag {flag} for it already "
-                                                      f"belongs to option '{owner[flag].name}' ({_at(owner[flag])})", code="duplicate")
+                                                      f"belongs to option '{owner[flag].name}' ({_at(owner[flag])})",
+                                                      code="duplicate")
             owner.setdefault(flag, opt)
 
 
@@ -608,9 +626,12 @@ def _env(ref: RuleRef, doc: str, rule: _Mapping) -> Option:
 def _check_value(b: _Builder, ref: RuleRef, options: dict[str, Option], name: str, value: Any, key: str) -> None:
     opt = options.get(name)
     if opt is None:
-        b.problem(ref.file, ref.line, f"rule {ref.id}: '{key}' names unknown option '{name}'{_did_you_mean(name, set(options))}", code="unknown-name")
+        b.problem(ref.file, ref.line,
+                  f"rule {ref.id}: '{key}' names unknown option '{name}'{_did_you_mean(name, set(options))}",
+                  code="unknown-name")
     elif opt.choices and value is not None and value not in opt.choices:
-        b.problem(ref.file, ref.line, f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})",
+        b.problem(ref.file, ref.line,
+                  f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})",
                   code="unknown-value")
     else:
         try:  # a value the engine cannot hold (nan, inf, 1e-07): refused here, not when a fix or conflict uses it
@@ -623,7 +644,8 @@ def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
     option, allowed = rule.get("option"), tuple(rule.get("allowed", ()))
     if option is not None:
         if option not in options:
-            b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{option}'", code="unknown-name")
+            b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{option}'",
+                      code="unknown-name")
         else:
             for v in allowed:
                 _check_value(b, ref, options, option, v, "allowed")
@@ -642,8 +664,8 @@ def _conflict(b, ref, doc, when, rule, options, known) -> Conflict:
                 b.problem(ref.file, ref.line, f"rule {ref.id}: fix unsets unknown option '{n}'", code="unknown-name")
         hints.append(FixHint(h["description"], dict(h.get("set", {})), tuple(h.get("unset", ()))))
     remedy = " ".join(rule["remedy"].split()) if "remedy" in rule else None
-    return Conflict(ref, doc, when, " ".join(rule["message"].split()), option, allowed, rule.get("evidence"), tuple(hints),
-                    remedy)
+    return Conflict(ref, doc, when, " ".join(rule["message"].split()), option, allowed, rule.get("evidence"),
+                    tuple(hints), remedy)
 
 
 #: the widest a placeholder may pad or cut its value: ``{x:999999999}`` would build a 1 GB message
@@ -684,14 +706,18 @@ def _check_template(b: _Builder, ref: RuleRef, template: str, known: set[str]) -
         return
     for f in fields:
         if f not in known:
-            b.problem(ref.file, ref.line, f"rule {ref.id}: message placeholder '{{{f}}}' names no fact or option", code="unknown-name")
+            b.problem(ref.file, ref.line, f"rule {ref.id}: message placeholder '{{{f}}}' names no fact or option",
+                      code="unknown-name")
 
 
 def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts) -> tuple[tuple[str, ...], ...]:
     """Options, derived facts and computed values in levels: each comes after everything its rules read."""
     nodes = set(options) | set(facts) | set(computes)
     deps: dict[str, dict[str, RuleRef]] = {n: {} for n in nodes}  # node -> {dependency: rule creating the edge}
-    real = lambda n: kernel_option(n) or n
+
+    def real(n: str) -> str:  # a kernel fact is decided with its option
+        return kernel_option(n) or n
+
     for f in facts.values():
         for n in map(real, f.when.names()):
             if n in nodes:
@@ -725,7 +751,9 @@ def _dependency_levels(b: _Builder, options, facts, computes, defaults, adjusts)
             cycle = _find_cycle(deps, remaining)
             rules = sorted({str(deps[a][b_]) for a, b_ in zip(cycle, cycle[1:] + cycle[:1], strict=True)})
             ref = deps[cycle[0]][cycle[1 % len(cycle)]]
-            b.problem(ref.file, ref.line, f"dependency cycle between options: {' -> '.join(cycle + cycle[:1])}; rules: {'; '.join(rules)}", code="cycle")
+            loop = " -> ".join(cycle + cycle[:1])
+            b.problem(ref.file, ref.line, f"dependency cycle between options: {loop}; rules: {'; '.join(rules)}",
+                      code="cycle")
             return tuple(order + [tuple(sorted(remaining))])
         order.append(tuple(ready))
         done.update(ready)

@@ -104,7 +104,8 @@ def read_text(path: str, limit: int = MAX_FILE_BYTES) -> str:
         # O_NONBLOCK: if the path became a FIFO since the stat, opening it must not wait for a writer
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise UnreadableFile(path, "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)) from None
+        reason = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
+        raise UnreadableFile(path, reason) from None
     with os.fdopen(fd, "rb") as fh:
         problem = _refusal(os.fstat(fd), limit)  # what was actually opened decides
         if problem is not None:

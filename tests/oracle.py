@@ -16,7 +16,8 @@ import pytest
 from .conftest import ROOT
 
 ORACLE = os.environ.get("SGLANG_ORACLE_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "oracle")
-NEEDS = ("sglang", "durable", "yaml", "jsonschema", "elftools")  # import names of sglang and the resolver's dependencies
+# import names of sglang and the resolver's dependencies
+NEEDS = ("sglang", "durable", "yaml", "jsonschema", "elftools")
 
 
 def oracle_python() -> str:

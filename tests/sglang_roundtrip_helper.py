@@ -35,7 +35,8 @@ H100: Machine = ("h100", "sm90", {})
 H200: Machine = ("h200", "sm90", {"gpu_memory_gb": 141})
 B200: Machine = ("b200", "sm100", {})
 MI300X: Machine = ("mi300x", "gfx942", {})
-MTP = "--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
+MTP = ("--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 "
+       "--speculative-num-draft-tokens 4")
 CASES: list[tuple[str, Machine, str, str, str | None]] = [
     ("seed-dsv32-hisparse-tilelang", H100, "deepseek_v32_fp8",
      "--kv-cache-dtype fp8_e4m3 --enable-hisparse --disable-radix-cache --dsa-decode-backend tilelang", None),
@@ -83,7 +84,8 @@ CASES: list[tuple[str, Machine, str, str, str | None]] = [
     # the MoE runner and quantization (rules/moe.yaml): a quantization taken from the checkpoint, "unquant",
     # a typed runner, both TF32 spellings
     ("qwen3-moe-nvfp4-b200", B200, "qwen3_moe_nvfp4", "--tp 4", None),
-    ("dsv3-b200-unquant-no-tf32", B200, "deepseek_v3_fp8", "--tp 8 --quantization unquant --no-enable-tf32-matmul", None),
+    ("dsv3-b200-unquant-no-tf32", B200, "deepseek_v3_fp8", "--tp 8 --quantization unquant --no-enable-tf32-matmul",
+     None),
     ("qwen3-moe-fp8-b200-triton", B200, "qwen3_moe_fp8", "--tp 8 --moe-runner-backend triton", None),
     ("llama-b200-nvfp4-tf32", B200, "llama31_8b", "--quantization modelopt_fp4 --enable-tf32-matmul", None),
 ]

@@ -23,13 +23,16 @@ from .conftest import ROOT, SEED_ARGS
 ENV = dict(os.environ, PYTHONPATH=ROOT)
 PYTHON_M = (sys.executable, "-m", "resolver")
 # the console script pip installed next to this interpreter (the `resolve` command)
-CONSOLE = [(script,)] if os.path.exists(script := os.path.join(os.path.dirname(sys.executable), "resolve")) else []
+_SCRIPT = os.path.join(os.path.dirname(sys.executable), "resolve")
+CONSOLE = [(_SCRIPT,)] if os.path.exists(_SCRIPT) else []
 # a conflict with fixes: some 100 ms of resolutions, so that an interrupt can land anywhere in them
-SEED_LINE = json.dumps({"id": "seed", "platform": "h100", "model_arch": "DeepseekV32ForCausalLM", "args": SEED_ARGS}) + "\n"
+SEED_LINE = json.dumps({"id": "seed", "platform": "h100", "model_arch": "DeepseekV32ForCausalLM",
+                        "args": SEED_ARGS}) + "\n"
 
 
 def _request():
-    return Request(find_platform("h100"), "--platform h100", model_facts(arch="DeepseekV32ForCausalLM"), dict(SEED_ARGS))
+    return Request(find_platform("h100"), "--platform h100", model_facts(arch="DeepseekV32ForCausalLM"),
+                   dict(SEED_ARGS))
 
 
 def test_signals_deferred_delivers_after_the_block():

@@ -114,5 +114,5 @@ def test_a_batch_line_with_invalid_utf8_is_an_input_error(tmp_path):
     code = main(["--batch", str(f)], out, err)
     results = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [r["status"] for r in results] == ["resolved", "error"]
-    assert "not valid UTF-8" in results[1]["error"] and "refused a fact" not in results[1]["error"]
+    assert "not UTF-8 text" in results[1]["error"] and "refused a fact" not in results[1]["error"]
     assert code == 2 and "Traceback" not in err.getvalue()

@@ -145,9 +145,10 @@ def _check(context: tuple[Any, dict], req: dict) -> SweepReport:
     return report
 
 
-def run_sweep(rules: str | None, pack, jobs: int | None = None, only=None) -> SweepReport:
+def run_sweep(rules: str | None, pack, jobs: int | None = None, only=None, chunk: int = 24) -> SweepReport:
     """Run every request (or those ``only`` keeps) on ``jobs`` processes (0 or None: one per usable CPU,
-    as far as the work pays for them: resolver/jobs.py); a bar on stderr when it is a terminal."""
+    as far as the work pays for them: resolver/jobs.py), handed out ``chunk`` at a time; a bar on
+    stderr when it is a terminal."""
     from .jobs import Progress, plan_jobs, run_ordered
 
     todo = [r for r in requests(pack) if only is None or only(r)]
@@ -157,7 +158,7 @@ def run_sweep(rules: str | None, pack, jobs: int | None = None, only=None) -> Sw
     # chunks of the grid's order keep a platform and model kind's requests together: their fixes
     # lead to the same requests, which each worker resolves once (the ``checked`` of its context)
     with Progress("lint sweep", len(todo)) as bar:
-        for part in run_ordered(_setup, (rules,), _check, todo, jobs, bar, chunk=24):
+        for part in run_ordered(_setup, (rules,), _check, todo, jobs, bar, chunk):
             report.merge(part)
     report.seconds = time.perf_counter() - start
     return report

@@ -39,9 +39,10 @@ C = TypeVar("C")
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: below this many items per worker, a worker costs more than it saves: starting one (a fresh
-#: interpreter that imports the resolver and loads the rule pack) takes about 1.5 s on the
-#: development machine, some 50 resolutions without fixes
+#: the fewest items per worker the default --jobs gives each: starting a worker (a fresh
+#: interpreter that imports the resolver and loads the cached rule pack) takes about 1 s on the
+#: development machine (0.5 s of CPU), the time of 50 to 70 resolutions without fixes
+#: (docs/performance.md, "The long commands")
 MIN_ITEMS_PER_JOB = 200
 
 

@@ -167,9 +167,9 @@ def _cell(engine, cell: _Cell) -> tuple[dict[str, Any], tuple[Reason, ...]]:
 
 def survey(engine, jobs: int = 1) -> Survey:
     """Resolve every cell of the matrix; ``jobs`` > 1 on that many processes (each loading the pack
-    from its directory), with the same result."""
+    from its directory), 0 as many as the work pays for (resolver/jobs.py), with the same result."""
     from .adapters import registry
-    from .jobs import Progress, run_ordered
+    from .jobs import Progress, plan_jobs, run_ordered
 
     kv_dtypes, unset = _kv_dtypes(engine.pack)
     result = Survey(_backend_options(engine.pack), kv_dtypes, unset)
@@ -183,6 +183,7 @@ def survey(engine, jobs: int = 1) -> Survey:
     choices: list[_Cell] = [(kind.key, p.name, {option: value}, (option,)) for option, value, kind in tried
                             for p in PLATFORMS]
     cells = defaults + choices
+    jobs = plan_jobs(jobs, len(cells))
     with Progress("matrix", len(cells), unit="cell") as bar:
         if jobs > 1:
             outcomes = list(run_ordered(_setup, (engine.pack.directory,), _cell, cells, jobs, bar))
@@ -421,7 +422,7 @@ def render_json(result: Survey, rules: str | None) -> str:
 def matrix(argv: list[str], out: TextIO) -> int:
     from .api import get_engine
     from .commands import _parser
-    from .jobs import add_jobs_argument, plan_jobs
+    from .jobs import add_jobs_argument
 
     p = _parser("matrix", "Tables of what each backend option resolves to, accepts and refuses (with the reason) "
                           "across platforms, KV-cache dtypes and model kinds, from the rules and kernel adapters.",
@@ -429,8 +430,7 @@ def matrix(argv: list[str], out: TextIO) -> int:
     p.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
     add_jobs_argument(p, 0, "the cells")
     ns = p.parse_args(argv)
-    engine = get_engine(ns.rules)
-    result = survey(engine, plan_jobs(ns.jobs, _cell_count(engine)))
+    result = survey(get_engine(ns.rules), ns.jobs)
     if ns.format == "json":
         out.write(render_json(result, ns.rules))
     elif ns.format == "text":
@@ -439,9 +439,3 @@ def matrix(argv: list[str], out: TextIO) -> int:
         out.write(render_markdown(result, ns.rules))
     return 0
 
-
-def _cell_count(engine) -> int:
-    """About how many resolutions the matrix of ``engine`` takes (to size the default --jobs)."""
-    kv_dtypes, _ = _kv_dtypes(engine.pack)
-    return len(MODEL_KINDS) * len(kv_dtypes) * len(PLATFORMS) + sum(
-        len(o.choices) * len(PLATFORMS) for o in _backend_options(engine.pack))

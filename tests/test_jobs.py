@@ -81,7 +81,8 @@ def test_the_sweep_merges_the_same_report_for_1_and_2_jobs(tmp_path):
     shutil.copy(os.path.join(ROOT, "tests", "fixtures", "lint", "sweep", "sweep-no-fix.yaml"), rules)
     pack = get_engine(str(rules)).pack
     grid = [r for r in requests(pack) if r["platform"] == "sm90" and r["model_kind"] == "mha"]
-    picked = grid[:5] + grid[-3:]  # no KV dtype, the first backends; fp4 KV with a backend and the switches
+    # a backend with no KV dtype, then fp4 KV: findings whose order of first sight a merge out of order changes
+    picked = grid[1:4] + grid[-4:]
 
     def only(r):
         return r in picked
@@ -90,7 +91,7 @@ def test_the_sweep_merges_the_same_report_for_1_and_2_jobs(tmp_path):
     assert [r.jobs for r in reports] == [1, 2]
     first, second = ((r.requests, r.resolved, r.conflicts, r.fixes_checked, list(r.problems.items())) for r in reports)
     assert first == second
-    assert first[0] == 8 and len(first[4]) > 2, "the sweep must find something for the comparison to mean anything"
+    assert first[0] == 7 and len(first[4]) > 2, "the sweep must find something for the comparison to mean anything"
 
 
 def _diff(tmp_path, *extra):

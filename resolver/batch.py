@@ -142,7 +142,7 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
     worst = 0
     numbered = ((number, line) for number, line in enumerate(lines, 1) if line.strip())
     settings = (strict, fixes, require_known_kernels)
-    with Progress("batch", unit="line", stream=err) as bar:
+    with Progress("batch", unit=" lines", stream=err) as bar:
         if jobs > 1:
             results = run_ordered(_setup, (engine.pack.directory, *settings), _resolve_numbered, numbered, jobs,
                                   bar, chunk=1)

@@ -87,7 +87,7 @@ def add_jobs_argument(parser, default: int, what: str) -> None:
 class Progress:
     """A progress bar on ``stream`` (default stderr) when it is a terminal; otherwise nothing at all."""
 
-    def __init__(self, what: str, total: int | None = None, unit: str = "request", stream: Any = None):
+    def __init__(self, what: str, total: int | None = None, unit: str = " requests", stream: Any = None):
         raw = getattr(stream if stream is not None else sys.stderr, "stream", None) or (
             stream if stream is not None else sys.stderr)  # a resolver.terminal.Output escapes \r: write past it
         self._bar: Any = None

@@ -184,7 +184,7 @@ def survey(engine, jobs: int = 1) -> Survey:
                             for p in PLATFORMS]
     cells = defaults + choices
     jobs = plan_jobs(jobs, len(cells))
-    with Progress("matrix", len(cells), unit="cell") as bar:
+    with Progress("matrix", len(cells), unit=" cells") as bar:
         if jobs > 1:
             outcomes = list(run_ordered(_setup, (engine.pack.directory,), _cell, cells, jobs, bar))
         else:  # the engine given, which may not come from a directory

@@ -176,7 +176,7 @@ def test_a_batch_draws_its_bar_on_its_error_stream_when_that_is_a_terminal():
     plain = _batch(1)
     shown = _batch(1, _Terminal())
     assert shown[:2] == plain[:2]  # the results: the same
-    assert "line" in shown[2] and "\r" in shown[2] and "\r" not in plain[2]
+    assert " lines" in shown[2] and "\r" in shown[2] and "\r" not in plain[2]
     assert plain[2].splitlines()[-1] in shown[2]  # the explanations and the summary are still there
 
 

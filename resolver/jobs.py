@@ -23,7 +23,7 @@ import signal
 import sys
 from argparse import ArgumentTypeError
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -169,7 +169,7 @@ def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
 
 
 def run_ordered(setup: Callable[..., C], setup_args: tuple, work: Callable[[C, T], R], items: Iterable[T],
-                jobs: int, progress: Progress | None = None, chunk: int = 16) -> Iterator[R]:
+                jobs: int, progress: Progress | None = None, chunk: int = 16) -> Generator[R, None, None]:
     """``work(setup(*setup_args), item)`` for each item, yielded in the order of ``items``.
 
     ``jobs`` > 1: that many spawned processes, each running ``setup`` once; ``setup`` and ``work``

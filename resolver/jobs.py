@@ -175,7 +175,9 @@ def run_ordered(setup: Callable[..., C], setup_args: tuple, work: Callable[[C, T
     ``jobs`` > 1: that many spawned processes, each running ``setup`` once; ``setup`` and ``work``
     must be module-level functions and the items and results picklable.  The items are read
     lazily, at most ``3 * jobs`` chunks of ``chunk`` ahead of the result being yielded.  Closing the
-    iterator early (a consumer that stops) or an interrupt ends the workers.
+    iterator early (a consumer that stops) or an interrupt ends the workers.  As with any spawned
+    process, a script that calls this with ``jobs`` > 1 needs the ``if __name__ == "__main__":`` guard
+    (the workers import the main module).
     """
     if jobs <= 1:
         context = setup(*setup_args)

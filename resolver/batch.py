@@ -130,27 +130,55 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
         return {"id": rid, "status": "error", "error": f"internal error: {exc!r}", "internal": True}
 
 
+def _setup(rules: str, strict: bool, fixes: bool, require_known_kernels: bool) -> tuple[Engine, bool, bool, bool]:
+    """A worker's context (``--jobs`` > 1): the engine of the batch's rule directory and its settings."""
+    from .api import get_engine
+
+    return get_engine(rules), strict, fixes, require_known_kernels
+
+
+def _resolve_numbered(context: tuple[Engine, bool, bool, bool], item: tuple[int, str]) -> tuple[int, dict[str, Any]]:
+    engine, strict, fixes, require_known_kernels = context
+    return item[0], resolve_line(engine, item[1], strict, fixes, require_known_kernels)
+
+
 def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output, explain: bool = False,
-              strict: bool = False, fixes: bool = True, require_known_kernels: bool = False) -> int:
+              strict: bool = False, fixes: bool = True, require_known_kernels: bool = False, jobs: int = 1) -> int:
+    """Resolve each line and write its result, in the lines' order.  ``jobs`` > 1: on that many
+    processes (each loading the engine's rule directory), reading a few lines per process ahead of
+    the one written; 1 (the default): each line is answered before the next is read."""
+    from contextlib import closing
+
+    from .jobs import Progress, run_ordered
+
     out, err = Output.of(out), Output.of(err)
     counts = {"resolved": 0, "conflict": 0, "error": 0}
     by_rule: dict[str, int] = {}
     worst = 0
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        result = resolve_line(engine, line, strict, fixes, require_known_kernels)
-        if result["status"] == "error" and result["id"] is None:
-            result["line"] = number
-        counts[result["status"]] += 1
-        worst = max(worst, 3 if result.get("internal") else {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
-        out.write_safe(json.dumps(result, sort_keys=False) + "\n")  # json.dumps escapes every control character
-        for c in result.get("conflicts", ()):
-            by_rule[c["rule"]["id"]] = by_rule.get(c["rule"]["id"], 0) + 1
-        if explain and result["status"] != "resolved":
-            _explain_line(result, number, err, engine.pack.options)
-        if out.broken:
-            break
+    numbered = ((number, line) for number, line in enumerate(lines, 1) if line.strip())
+    settings = (strict, fixes, require_known_kernels)
+    with Progress("batch", unit=" lines", stream=err) as bar:
+        if jobs > 1:
+            results = run_ordered(_setup, (engine.pack.directory, *settings), _resolve_numbered, numbered, jobs,
+                                  bar, chunk=1)
+        else:  # the engine given, which may not come from a directory
+            results = run_ordered(lambda: (engine, *settings), (), _resolve_numbered, numbered, 1, bar)
+        with closing(results):  # a batch that stops early ends its workers
+            for number, result in results:
+                if result["status"] == "error" and result["id"] is None:
+                    result["line"] = number
+                counts[result["status"]] += 1
+                worst = max(worst, 3 if result.get("internal") else
+                            {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
+                with bar.cleared(out.isatty()):  # json.dumps escapes every control character
+                    out.write_safe(json.dumps(result, sort_keys=False) + "\n")
+                for c in result.get("conflicts", ()):
+                    by_rule[c["rule"]["id"]] = by_rule.get(c["rule"]["id"], 0) + 1
+                if explain and result["status"] != "resolved":
+                    with bar.cleared():
+                        _explain_line(result, number, err, engine.pack.options)
+                if out.broken:
+                    break
     stopped = "; stopped: the output was closed" if out.broken else ""
     err.write(f"batch: {counts['resolved']} resolved, {counts['conflict']} conflicted, {counts['error']} failed{stopped}\n")
     if explain and by_rule:

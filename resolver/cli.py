@@ -25,6 +25,7 @@ from .api import Engine, get_engine, resolve_request
 from .catalogue import catalogue
 from .errors import ConflictError, InputError, ResolverError
 from .explain import Style, render_text
+from .jobs import add_jobs_argument, plan_jobs
 from .rules import RulePack
 from .terminal import Output
 
@@ -108,6 +109,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
                    help="refuse any change to a value you typed (e.g. a page-size snap) instead of warning")
     o.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
     o.add_argument("--batch", metavar="FILE", help="resolve JSON Lines requests from FILE ('-' = stdin)")
+    add_jobs_argument(o, 1, "the --batch lines (more than 1: a few lines per process are read ahead)")
     o.add_argument("--no-fixes", action="store_true",
                    help="report conflicts without searching for fixes (faster over a large batch)")
     cat = catalogue()
@@ -138,7 +140,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
 
 
 _OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-per-node", "--env", "--vendor", "--model-config", "--model-arch", "--installed",
-              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--format", "--color", "--rules", "--batch", "--no-fixes",
+              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--format", "--color", "--rules", "--batch", "--jobs", "--no-fixes",
               "--help")
 
 
@@ -285,7 +287,7 @@ def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
         # bytes become an error on their own line, not a crash of the whole batch
         return run_batch(engine, bounded_lines(stream), out, err, explain=bool(ns.explain), strict=ns.strict,
                          require_known_kernels=ns.require_known_kernels,
-                         fixes=not ns.no_fixes)
+                         fixes=not ns.no_fixes, jobs=plan_jobs(ns.jobs))
 
     if ns.batch == "-":
         raw = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
@@ -349,6 +351,9 @@ def _run(argv: list[str], out: Output, err: Output) -> int:
         ns = _parse(argv, engine.pack)
         if ns.batch:
             return _batch(engine, ns, out, err)
+        if ns.jobs != 1:
+            raise InputError("--jobs is for --batch (and the subcommands lint, diff and matrix): "
+                             "one launch is one resolution")
         return _single(engine, ns, out, err)
     except _UsageError as exc:
         err.write(f"resolve: error: {exc}\n")

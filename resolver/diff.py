@@ -19,7 +19,7 @@ from .explain import show_value as _v
 from .options import to_argv
 from .safe_io import UnreadableFile, parse_json, read_text
 
-__all__ = ["Change", "diff_outcomes", "diff"]
+__all__ = ["Change", "diff", "diff_outcomes"]
 
 
 @dataclass
@@ -78,17 +78,37 @@ def _changes(old: dict, new: dict) -> list[tuple[str, str, tuple[str, ...]]]:
     return out
 
 
-def diff_outcomes(old_engine, new_engine, requests: list[dict]) -> tuple[list[Change], list[tuple[dict, str]]]:
+def _setup(old_rules: str, new_rules: str) -> tuple[Any, Any]:
+    """A worker's context: the engines of both packs."""
+    from .api import get_engine
+
+    return get_engine(old_rules), get_engine(new_rules)
+
+
+def _both(engines: tuple[Any, Any], req: dict) -> tuple[dict, dict]:
+    return _outcome(engines[0], req), _outcome(engines[1], req)
+
+
+def diff_outcomes(old_engine, new_engine, requests: list[dict],
+                  jobs: int = 1) -> tuple[list[Change], list[tuple[dict, str]]]:
     """The changes, grouped; and the requests invalid under both packs (with the error), which
-    compare equal but check nothing."""
+    compare equal but check nothing.  ``jobs`` > 1 resolves on that many processes (each loads the
+    two packs from their directories); the outcomes are grouped in the requests' order all the same."""
+    from .jobs import Progress, run_ordered
+
     groups: dict[tuple, Change] = {}
     invalid = []
-    for req in requests:
-        old, new = _outcome(old_engine, req), _outcome(new_engine, req)
-        if old["status"] == new["status"] == "error" and old["error"] == new["error"]:
-            invalid.append((req, old["error"]))
-        for kind, what, rules in _changes(old, new):
-            groups.setdefault((kind, what, rules), Change(kind, what, rules)).requests.append(req)
+    dirs = (old_engine.pack.directory, new_engine.pack.directory)
+    with Progress("diff", len(requests)) as bar:
+        if jobs > 1:
+            outcomes = run_ordered(_setup, dirs, _both, requests, jobs, bar)
+        else:  # the engines given, which may not come from a directory
+            outcomes = run_ordered(lambda: (old_engine, new_engine), (), _both, requests, 1, bar)
+        for req, (old, new) in zip(requests, outcomes):
+            if old["status"] == new["status"] == "error" and old["error"] == new["error"]:
+                invalid.append((req, old["error"]))
+            for kind, what, rules in _changes(old, new):
+                groups.setdefault((kind, what, rules), Change(kind, what, rules)).requests.append(req)
     order = ("now-refused", "now-resolves", "refused-differently", "value-changed", "error-changed")
     return sorted(groups.values(), key=lambda c: (order.index(c.kind), -len(c.requests), c.what)), invalid
 
@@ -153,6 +173,7 @@ def diff(argv: list[str], out) -> int:
     """``resolve diff``: exit 0 when no request changes, 1 when some do, 2 on bad input."""
     from .api import get_engine
     from .commands import _parser
+    from .jobs import add_jobs_argument, plan_jobs
 
     p = _parser("diff", "Compare two rule packs: which launch requests change outcome, grouped by cause.")
     p.add_argument("old", metavar="OLD", help="the rule directory before")
@@ -160,13 +181,14 @@ def diff(argv: list[str], out) -> int:
     p.add_argument("--requests", metavar="FILE", help="launch requests to check, one JSON object per line (batch "
                                                       "format); default: the lint sweep's grid")
     p.add_argument("--examples", type=int, default=3, metavar="N", help="request ids shown per group (text)")
+    add_jobs_argument(p, 0, "the requests")
     ns = p.parse_args(argv)
     for d in (ns.old, ns.new):
         if not os.path.isdir(d):
             raise InputError(f"{d} is not a rule directory")
     old, new = get_engine(ns.old), get_engine(ns.new)
     requests = _read_requests(ns.requests) if ns.requests else _sweep_requests(new.pack)
-    changes, invalid = diff_outcomes(old, new, requests)
+    changes, invalid = diff_outcomes(old, new, requests, plan_jobs(ns.jobs, len(requests)))
     changed = len({id(r) for c in changes for r in c.requests})
     if ns.format == "json":
         out.write(json.dumps({"requests": len(requests), "changed": changed,

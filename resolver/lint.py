@@ -26,7 +26,7 @@ from .platforms import ALL_PLATFORMS, PLATFORM_FACTS, VARIABLE_PLATFORM_FACTS
 from .provenance import fact_name
 from .rules import Default, RulePack
 
-__all__ = ["Finding", "static_findings", "problem_findings", "CHECKS"]
+__all__ = ["CHECKS", "Finding", "problem_findings", "static_findings"]
 
 #: check id -> what it finds (``resolve lint --list-checks``)
 CHECKS = {
@@ -266,11 +266,12 @@ def lint(argv: list[str], out) -> int:
     import json
 
     from .commands import _parser
+    from .jobs import add_jobs_argument
 
     p = _parser("lint", "Check a rule pack: static checks, then an exhaustive sweep of real requests.")
     p.add_argument("--rules", metavar="DIR", help="the rule pack to check (default: the shipped rules)")
     p.add_argument("--no-sweep", action="store_true", help="static checks only (fast)")
-    p.add_argument("--jobs", type=int, default=0, metavar="N", help="sweep processes (default: one per CPU)")
+    add_jobs_argument(p, 0, "the sweep's requests")
     p.add_argument("--sweep-platform", action="append", metavar="NAME",
                    help="sweep only this platform (repeatable; default: every platform)")
     p.add_argument("--sweep-model-kind", action="append", metavar="KIND",
@@ -282,8 +283,6 @@ def lint(argv: list[str], out) -> int:
         return 0
     if ns.rules is not None and not os.path.isdir(ns.rules):
         raise InputError(f"--rules: {ns.rules} is not a directory")
-    if ns.jobs < 0:
-        raise InputError("--jobs must be 0 (one per CPU) or more")
     only = _sweep_filter(ns.sweep_platform, ns.sweep_model_kind)
     findings, sweep = _lint(ns.rules, not ns.no_sweep, ns.jobs, only)
     if ns.format == "json":

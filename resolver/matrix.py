@@ -148,40 +148,65 @@ def _resolve(engine, kind: ModelKind, platform: str, args: dict[str, Any]):
     return resolve_request(engine, platform=platform, args=args, model=kind.config, fixes=False)
 
 
-def survey(engine) -> Survey:
-    """Resolve every cell of the matrix."""
+#: one cell to resolve: (model kind key, platform, args, the options whose values it reports)
+_Cell = tuple[str, str, dict[str, Any], tuple[str, ...]]
+
+
+def _setup(rules: str) -> Any:
+    from .api import get_engine
+
+    return get_engine(rules)
+
+
+def _cell(engine, cell: _Cell) -> tuple[dict[str, Any], tuple[Reason, ...]]:
+    """What a cell reports of its resolution (small, and picklable: it may come from a worker)."""
+    kind, platform, args, names = cell
+    res = _resolve(engine, _kind(kind), platform, args)
+    return {name: res.values[name] for name in names}, _reasons(res)
+
+
+def survey(engine, jobs: int = 1) -> Survey:
+    """Resolve every cell of the matrix; ``jobs`` > 1 on that many processes (each loading the pack
+    from its directory), 0 as many as the work pays for (resolver/jobs.py), with the same result."""
+    from .adapters import registry
+    from .jobs import Progress, plan_jobs, run_ordered
+
     kv_dtypes, unset = _kv_dtypes(engine.pack)
     result = Survey(_backend_options(engine.pack), kv_dtypes, unset)
-    for kind in MODEL_KINDS:
-        for kv in kv_dtypes:
-            args = {} if kv == unset else {KV_OPTION: kv}
-            for platform in PLATFORMS:
-                res = _resolve(engine, kind, platform.name, args)
-                values = {name: res.values[name] for name in [*result.shown(kind), KV_OPTION]}
-                result.defaults[kind.key, kv, platform.name] = DefaultCell(kind.key, kv, platform.name, values,
-                                                                          _reasons(res))
-    from .adapters import registry
-
+    defaults: list[_Cell] = [(kind.key, platform.name, {} if kv == unset else {KV_OPTION: kv},
+                              (*result.shown(kind), KV_OPTION))
+                             for kind in MODEL_KINDS for kv in kv_dtypes for platform in PLATFORMS]
     served = registry().served()
-    for option in result.options:
-        for value in sorted(v for v in option.choices if v in served):
-            for kind in MODEL_KINDS:
-                if option.kernel_role in kind.tried_roles:
-                    result.choices += [_try_choice(engine, result, option.name, value, kind, p.name) for p in PLATFORMS]
+    tried = [(option.name, value, kind) for option in result.options
+             for value in sorted(v for v in option.choices if v in served)
+             for kind in MODEL_KINDS if option.kernel_role in kind.tried_roles]
+    choices: list[_Cell] = [(kind.key, p.name, {option: value}, (option,)) for option, value, kind in tried
+                            for p in PLATFORMS]
+    cells = defaults + choices
+    jobs = plan_jobs(jobs, len(cells))
+    with Progress("matrix", len(cells), unit=" cells") as bar:
+        if jobs > 1:
+            outcomes = list(run_ordered(_setup, (engine.pack.directory,), _cell, cells, jobs, bar))
+        else:  # the engine given, which may not come from a directory
+            outcomes = list(run_ordered(lambda: engine, (), _cell, cells, 1, bar))
+    for (kind_key, platform, args, _), (values, reasons) in zip(defaults, outcomes):
+        kv = args.get(KV_OPTION, unset)
+        result.defaults[kind_key, kv, platform] = DefaultCell(kind_key, kv, platform, values, reasons)
+    for (kind_key, platform, args, _), (values, reasons) in zip(choices, outcomes[len(defaults):]):
+        [(option, value)] = args.items()
+        result.choices.append(_choice_cell(result, option, value, kind_key, platform, values[option], reasons))
     return result
 
 
-def _try_choice(engine, result: Survey, option: str, value: str, kind: ModelKind, platform: str) -> ChoiceCell:
-    res = _resolve(engine, kind, platform, {option: value})
+def _choice_cell(result: Survey, option: str, value: str, kind: str, platform: str, resolved: Any,
+                 reasons: tuple[Reason, ...]) -> ChoiceCell:
     # a conflict the launch has without the choice (a DSA model whose default decode kernel cannot
     # run, say) is not the choice's fault, unless it names the option itself
-    before = {r.rule for r in result.defaults[kind.key, result.unset_kv, platform].conflicts}
-    reasons = _reasons(res)
+    before = {r.rule for r in result.defaults[kind, result.unset_kv, platform].conflicts}
     refused_by = tuple(r for r in reasons if r.rule not in before or option in r.options)
     also = tuple(r for r in reasons if r not in refused_by)
-    resolved = res.values[option]
     status = "refused" if refused_by else ("rewritten" if resolved != value else "accepted")
-    return ChoiceCell(option, value, kind.key, platform, status, resolved, refused_by, also)
+    return ChoiceCell(option, value, kind, platform, status, resolved, refused_by, also)
 
 
 # --- tables -----------------------------------------------------------------------------------------------
@@ -397,13 +422,15 @@ def render_json(result: Survey, rules: str | None) -> str:
 def matrix(argv: list[str], out: TextIO) -> int:
     from .api import get_engine
     from .commands import _parser
+    from .jobs import add_jobs_argument
 
     p = _parser("matrix", "Tables of what each backend option resolves to, accepts and refuses (with the reason) "
                           "across platforms, KV-cache dtypes and model kinds, from the rules and kernel adapters.",
                 formats=("markdown", "json", "text"))
     p.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
+    add_jobs_argument(p, 0, "the cells")
     ns = p.parse_args(argv)
-    result = survey(get_engine(ns.rules))
+    result = survey(get_engine(ns.rules), ns.jobs)
     if ns.format == "json":
         out.write(render_json(result, ns.rules))
     elif ns.format == "text":
@@ -411,3 +438,4 @@ def matrix(argv: list[str], out: TextIO) -> int:
     else:
         out.write(render_markdown(result, ns.rules))
     return 0
+

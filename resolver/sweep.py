@@ -7,12 +7,9 @@ fix (a fix resolves the whole request, so one is a way out), and every fix resol
 """
 from __future__ import annotations
 
-import os
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from typing import Any
 
 from .errors import ResolverError
@@ -49,7 +46,7 @@ class SweepReport:
         entry = self.problems.setdefault(key, [0, message, request])
         entry[0] += 1
 
-    def merge(self, other: "SweepReport") -> None:
+    def merge(self, other: SweepReport) -> None:
         for name in ("requests", "resolved", "conflicts", "fixes_checked"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for key, (count, message, example) in other.problems.items():
@@ -81,7 +78,7 @@ def requests(pack) -> list[dict[str, Any]]:
             choices[kind] += [{option: v} for v in sorted(served) if v in pack.options[option].choices]
     out = []
     for platform in PLATFORMS:
-        for kind, model in MODEL_KINDS.items():
+        for kind in MODEL_KINDS:
             for kv in kv_values:
                 for choice in choices[kind]:
                     args = dict(choice, **({"kv_cache_dtype": kv} if kv else {}))
@@ -133,31 +130,35 @@ def _check_one(engine, req: dict, report: SweepReport, checked: dict | None = No
                            f"of {c.rule.id} does not resolve (still: {', '.join(still)})", req)
 
 
-def _worker(rules: str | None, chunk: list[dict]) -> SweepReport:
+def _setup(rules: str | None) -> tuple[Any, dict]:
+    """A worker's context: the engine of ``rules`` and the fix outcomes it has already resolved."""
     from .api import get_engine
 
-    engine = get_engine(rules)
+    return get_engine(rules), {}
+
+
+def _check(context: tuple[Any, dict], req: dict) -> SweepReport:
+    """One request's findings (merged in the sweep's order: the same report for any ``jobs``)."""
+    engine, checked = context
     report = SweepReport()
-    checked: dict = {}
-    for req in chunk:
-        _check_one(engine, req, report, checked)
+    _check_one(engine, req, report, checked)
     return report
 
 
-def run_sweep(rules: str | None, pack, jobs: int | None = None, only=None) -> SweepReport:
-    """Run every request (or those ``only`` keeps); ``jobs`` processes (default: one per usable CPU)."""
+def run_sweep(rules: str | None, pack, jobs: int | None = None, only=None, chunk: int = 24) -> SweepReport:
+    """Run every request (or those ``only`` keeps) on ``jobs`` processes (0 or None: one per usable CPU,
+    as far as the work pays for them: resolver/jobs.py), handed out ``chunk`` at a time; a bar on
+    stderr when it is a terminal."""
+    from .jobs import Progress, plan_jobs, run_ordered
+
     todo = [r for r in requests(pack) if only is None or only(r)]
-    if not jobs:
-        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    jobs = plan_jobs(jobs, len(todo))
     start = time.perf_counter()
     report = SweepReport(jobs=jobs)
-    if jobs == 1:
-        report.merge(_worker(rules, todo))
-    else:
-        # a fresh interpreter per worker: each builds its own durable-rules engine (no state shared by fork)
-        chunks = [c for c in (todo[i::jobs * 4] for i in range(jobs * 4)) if c]
-        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-            for part in pool.map(_worker, [rules] * len(chunks), chunks):
-                report.merge(part)
+    # chunks of the grid's order keep a platform and model kind's requests together: their fixes
+    # lead to the same requests, which each worker resolves once (the ``checked`` of its context)
+    with Progress("lint sweep", len(todo)) as bar:
+        for part in run_ordered(_setup, (rules,), _check, todo, jobs, bar, chunk):
+            report.merge(part)
     report.seconds = time.perf_counter() - start
     return report

@@ -159,12 +159,15 @@ class ConflictReport:
     allowed: tuple[Any, ...] | None
     evidence: str | None
     fixes: tuple[Fix, ...] = ()
+    #: the evidence the rule's message would quote, kept out of ``message`` (the headline): each kernel
+    #: verdict's ``kernel.<option>_why`` the template names, as (fact name, full text); shown under --explain
+    details: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule.to_dict(), "doc": self.doc, "message": self.message, "options": list(self.options),
                 "facts": [f.to_dict() for f in self.facts],
                 "allowed": list(self.allowed) if self.allowed is not None else None,
-                "evidence": self.evidence, "fixes": [f.to_dict() for f in self.fixes]}
+                "evidence": self.evidence, "details": dict(self.details), "fixes": [f.to_dict() for f in self.fixes]}
 
 
 @dataclass(frozen=True)
@@ -371,9 +374,19 @@ def conflict_report(rule: Conflict, read: dict, facts, values, pack, allowed) ->
     used = tuple(facts[n] for n in _ordered(names))
     options = tuple(n for n in _ordered(names) if n in pack.options)
     extra = {"option": rule.option or "", "allowed": repr(sorted(allowed, key=str)) if allowed is not None else ""}
+    # a kernel verdict's evidence (kernel.<option>_why, hundreds of characters) stays out of the headline: the
+    # message names the adapter behind it, and the full text goes to ``details`` (shown under --explain)
+    details = tuple((n, str(facts[n].value)) for n in _placeholders(rule.message)
+                    if n in facts and facts[n].source == "kernel" and n.endswith("_why"))
+    extra.update({n: f"{facts[n].origin}, see --explain" for n, _ in details})
     message = render_message(rule.message, values, extra)
     return ConflictReport(rule.ref, rule.doc, message, options, used, tuple(allowed) if allowed is not None else None,
-                          rule.evidence)
+                          rule.evidence, details=details)
+
+
+def _placeholders(template: str) -> tuple[str, ...]:
+    """The fact names a message template quotes (``{kernel.attention_backend_why}``), in order."""
+    return tuple(dict.fromkeys(f for _, f, _, _ in _FORMATTER.parse(template) if f))
 
 
 def _ordered(names):

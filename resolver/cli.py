@@ -24,7 +24,7 @@ from typing import Any, TextIO, cast
 from .api import Engine, get_engine, resolve_request
 from .catalogue import catalogue
 from .errors import ConflictError, InputError, ResolverError
-from .explain import Style, render_text
+from .explain import Style, render_text, to_json_dict
 from .rules import RulePack
 from .terminal import Output
 
@@ -94,7 +94,11 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
                    help="whether a kernel package is present on the target (e.g. flashinfer=no)")
     o = p.add_argument_group("output")
     o.add_argument("--explain", nargs="?", const=True, default=False, metavar="OPTION",
-                   help="say why each value is what it is (or only OPTION's)")
+                   help="say why each value is what it is, in short (or only OPTION's, in full: the fact tree, "
+                        "the kernel evidence, and why not each other value); conflicts show their rule, evidence "
+                        "and fact tree; JSON adds every derivation, the facts and the evidence")
+    o.add_argument("--verbose", action="store_true",
+                   help="with --explain (implied): every value's whole derivation, as --explain OPTION shows one")
     o.add_argument("--format", choices=["text", "json", "args", "env"], default="text",
                    help="output format: text (default), json, args (the resolved SGLang launch command, "
                         "ready to paste) or env (the environment variables SGLang sets, as shell export lines); "
@@ -138,7 +142,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
 
 
 _OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-per-node", "--env", "--vendor", "--model-config", "--model-arch", "--installed",
-              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--format", "--color", "--rules", "--batch", "--no-fixes",
+              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--verbose", "--format", "--color", "--rules", "--batch", "--no-fixes",
               "--help")
 
 
@@ -226,8 +230,9 @@ def _emit(res, ns, out: Output, err: Output) -> int:
     only = ns.explain if isinstance(ns.explain, str) else None
     if only and only not in res.engine.pack.options:
         raise InputError(f"--explain {only}: no such option.{_suggest(only, res.engine.pack.options)}")
+    explain = bool(ns.explain) or ns.verbose
     if ns.format == "json":
-        out.write(json.dumps(res.to_dict(), indent=2, sort_keys=False) + "\n")
+        out.write(json.dumps(to_json_dict(res, explain=explain, why_not=(only,) if only else ()), indent=2, sort_keys=False) + "\n")
     elif ns.format == "args" and not res.conflicts:
         from .launch_line import launch_argv, shell_line
 
@@ -237,10 +242,12 @@ def _emit(res, ns, out: Output, err: Output) -> int:
 
         out.write("".join(line + "\n" for line in export_lines(res)))
     elif ns.format in ("args", "env"):  # nothing to paste: say why where a script reading stdout will not take it as a command
-        err.write_safe(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(err, ns.color)))
+        err.write_safe(render_text(res, explain=explain, only=only, style=Style.for_stream(err, ns.color),
+                                   verbose=ns.verbose))
     else:
         # render_text escapes what it quotes itself: escaping here would break its colour codes
-        out.write_safe(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(out, ns.color)))
+        out.write_safe(render_text(res, explain=explain, only=only, style=Style.for_stream(out, ns.color),
+                                   verbose=ns.verbose))
     return EXIT_CONFLICT if res.conflicts else EXIT_OK
 
 

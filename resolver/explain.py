@@ -92,17 +92,27 @@ class _Tree:
         return [line] + self.lines(d.facts, indent + cont, where)
 
 
-def render_text(res, explain: bool = False, only: str | None = None, style: Style = PLAIN) -> str:
+def render_text(res, explain: bool = False, only: str | None = None, style: Style = PLAIN,
+                verbose: bool = False) -> str:
+    """The text report.  Without ``explain``: the values (or the conflicts: message, root cause, the allowed
+    line, fixes).  ``explain`` adds, per value not at its declared default, its decider, the facts it read
+    (one level) and, for kernel options, the values that lost; the conflicts' rules, evidence and fact trees.
+    ``only`` (--explain OPTION) or ``verbose`` draw the whole derivation: the fact tree down to the inputs,
+    the kernel evidence, and every value that lost with what removed it."""
     pack = res.engine.pack
     lines: list[str] = []
     req = res.request
+    full = verbose or only is not None
     model = req.model.get("model.architecture", (None, ""))[0]
     lines.append(_e(f"platform: {req.platform.name} ({req.platform_source})"))
     source = req.model.get("model.from_arch_only", (None, ""))[1]
     lines += style.wrap(f"model:    {model or '(none given)'}" + (f" (from {source})" if model and source else ""), "", "          ")
     if res.conflicts:
         lines.append("")
-        lines += _conflicts(res, style)
+        lines += _conflicts(res, style, explain or verbose)
+    elif explain and not full:
+        lines.append("")
+        lines += _brief_why(res, style)
     else:
         shown = [only] if only else [n for n in sorted(pack.options) if res.derivations[n].source != "fallback"]
         names = [n for n in shown if not pack.options[n].env]
@@ -135,7 +145,7 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         lines.append(style("warnings:", "warn"))
         for w in res.warnings:
             lines += style.wrap(w.message, "  - ", "    ")
-    if explain and not res.conflicts:
+    if explain and full and not res.conflicts:
         lines.append("")
         lines.append(style("why:", "head"))
         # the launch options first, then the environment they lead to
@@ -143,8 +153,64 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
                                      if res.derivations[n].source != "fallback"]
         tree = _Tree(res, style)
         for name in names:
-            lines += _derivation(res, name, tree, style)
+            lines += _derivation(res, name, tree, style, rerun=only is not None)
     return "\n".join(lines) + "\n"
+
+
+def _brief_why(res, style: Style) -> list[str]:
+    """The short --explain: each value not at its declared default with its decider, the facts its rule read
+    (one level) and, for an option with a kernel role, the values that lost with what removed each."""
+    pack = res.engine.pack
+    names = [n for n in sorted(pack.options, key=lambda n: (pack.options[n].env, n))
+             if res.derivations[n].source != "fallback" and (not pack.options[n].env or n in res.env)]
+    out = [style("why (each value not at its declared default; --explain OPTION shows one in full, "
+                 "--verbose all):", "head")]
+    for name in names:
+        d = res.derivations[name]
+        shown = res.env[name] if pack.options[name].env else show_value(d.value)
+        head = f"  {style(name, 'name')} = {style(shown, 'good')}, "
+        out.append(head + _e("by " + _decider(res, d)))
+        if d.facts:
+            out += style.wrap("from: " + ", ".join(f"{f.name} = {show_value(f.value)}" for f in d.facts), "    ", "      ")
+        for a in d.adjustments:
+            kind = "normalised" if a.normalize else "adjusted"
+            out += style.wrap(f"{kind} {show_value(a.old)} -> {show_value(a.new)} by {a.rule.id}", "    ", "      ")
+        kernel = res.outcome.facts.get(f"kernel.{name}")
+        if kernel is not None and d.value is not None:
+            out += style.wrap(f"kernel on {res.request.platform.name}: {kernel.value} ({kernel.origin})", "    ", "      ")
+        if pack.options[name].kernel_role and d.source != "user":
+            from .why_not import why_not
+
+            lost = [w for w in why_not(res, name) if any(r.kind in _FIRED for r in w.reasons)]
+            said = "; ".join(f"{show_value(w.value)} ({_fired_reasons(w)})" for w in lost)
+            out += style.wrap(f"lost: {said or 'no other default proposed a value'} (why not others: "
+                              f"--explain {name})", "    ", "      ")
+    rest = sum(not o.env for o in pack.options.values()) - sum(not pack.options[n].env for n in names)
+    if rest:
+        out.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
+    return out
+
+
+#: why a default that fired lost, in a few words
+_FIRED = {"shadowed": "lower priority", "skipped": "its kernel cannot run here"}
+
+
+def _fired_reasons(loser) -> str:
+    by_kind: dict[str, list[str]] = {}
+    for r in loser.reasons:
+        if r.kind in _FIRED:
+            by_kind.setdefault(_FIRED[r.kind], []).append(str(r.rule))
+    return "; ".join(f"{kind}: {', '.join(rules)}" for kind, rules in by_kind.items())
+
+
+def _decider(res, d) -> str:
+    """Who decided a value, in a few words: the user's flag, or the rule with its file:line."""
+    if d.source == "user":
+        return f"you ({res.request.flags.get(d.name, res.engine.pack.options[d.name].flag)})"
+    if d.rule is None:
+        return d.source
+    kind = {"default": "default rule", "adjustment": "adjustment"}.get(d.source, d.source)
+    return f"{kind} {d.rule}"
 
 
 def _flag_and_value(res, name: str) -> str:
@@ -164,7 +230,7 @@ def _source_label(d) -> str:
     return f"{d.source}: {d.rule.id}"
 
 
-def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
+def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) -> list[str]:
     d = res.derivations[name]
     out = [f"  {style(name, 'name')} = {style(show_value(d.value), 'good')}"]
     if d.source == "user":
@@ -187,6 +253,15 @@ def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
         for c in d.candidates:
             out += style.wrap(f"{show_value(c.value)} from {c.rule} priority {c.priority}: {c.outcome} ({c.why})",
                               "      - ", "        ")
+    option = res.engine.pack.options[name]
+    if d.source != "user" and (rerun or option.kernel_role):
+        from .why_not import describe, why_not
+
+        losers = why_not(res, name, rerun=rerun)
+        if losers:
+            out.append(f"    why not{' (each value typed instead, re-resolved)' if rerun else ''}:")
+            for w in losers:
+                out += style.wrap(describe(w), "      - ", "        ")
     return out
 
 
@@ -217,25 +292,93 @@ def _root_cause(res, c) -> str:
     return "the target itself: " + ", ".join(f"{f.name} = {show_value(f.value)}" for f in given[:3])
 
 
-def _conflicts(res, style: Style) -> list[str]:
-    out = [style(f"{len(res.conflicts)} conflict{'s' if len(res.conflicts) != 1 else ''}:", "bad")]
+#: fact sources that the target or the user's own flags bring (not a value some rule picked)
+_GIVEN = ("platform", "model", "kernel", "user", "input", "installed", "request")
+
+
+def _target_rooted(c) -> bool:
+    """Whether a conflict reads only what the platform, the model, the kernels or the user's flags bring
+    (nvfp4 requires Blackwell), not an option some rule picked (a backend default): such a root cause first."""
+    return all(f.source in _GIVEN or (f.source in ("derived", "computed") and f.name.startswith(("platform.", "model.")))
+               for f in c.facts)
+
+
+def _typed(res, c) -> frozenset[str]:
+    """The options the user typed that a conflict reads."""
+    options = res.engine.pack.options
+    names = (f.name.split(".", 1)[1] if f.name.startswith(("user.", "typed.")) else f.name for f in c.facts
+             if f.source == "user")
+    return frozenset(n for n in names if n in options)
+
+
+def _fix_key(f) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in f.set.items())), tuple(sorted(f.unset))
+
+
+def conflict_order(res) -> list[tuple[Any, int | None]]:
+    """The conflicts in the order they are shown, each with the index (in that order) of the conflict it
+    follows from, or None.
+
+    Order: conflicts that read only what the target and the user's flags bring first (the platform or
+    model root cause), then the rest; each group in the resolution's order.
+
+    "B follows from A" (B is folded under A) is data: A has fixes, B's fixes are among A's (as changes:
+    ``set`` and ``unset``), and the options the user typed that B reads are among those A reads.  Folding B
+    then hides no fix and no flag.  When both ways hold (the same fixes and flags), the earlier leads.  A
+    conflict with no fix of its own (its rule reads only values the resolver picked) follows from the first
+    conflict whose fixes there are.  Chains end at a conflict that follows from none."""
+    ordered = [c for _, c in sorted(enumerate(res.conflicts), key=lambda ic: (not _target_rooted(ic[1]), ic[0]))]
+    fixes = [frozenset(map(_fix_key, c.fixes)) for c in ordered]
+    typed = [_typed(res, c) for c in ordered]
+
+    def under(j: int, i: int) -> bool:
+        if i == j or not fixes[i] or not (fixes[j] <= fixes[i] and typed[j] <= typed[i]):
+            return False
+        return not (fixes[j] == fixes[i] and typed[j] == typed[i]) or i < j
+
+    parent: list[int | None] = [next((i for i in range(len(ordered)) if under(j, i)), None) for j in range(len(ordered))]
+    roots: list[int | None] = []
+    for j in range(len(ordered)):
+        i, seen = parent[j], {j}
+        while i is not None and parent[i] is not None and i not in seen:
+            seen.add(i)
+            i = parent[i]
+        roots.append(i)
+    return list(zip(ordered, roots))
+
+
+def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
+    ordered = conflict_order(res)
+    folded = sum(1 for _, p in ordered if p is not None)
+    count = f"{len(ordered)} conflict{'s' if len(ordered) != 1 else ''}"
+    if folded and not explain:
+        count += f" ({folded} folded under the one it follows from; --explain shows each in full)"
+    out = [style(count + ":", "bad")]
     tree = _Tree(res, style)
-    for i, c in enumerate(res.conflicts, 1):
+    for i, (c, parent) in enumerate(ordered, 1):
+        if parent is not None and not explain:
+            continue
         out.append("")
         lines = style.wrap(c.message, f"[{i}] ", "    ")  # wrapped plain, then coloured: codes take no width
         out += [style(f"[{i}] ", "bad") + lines[0][len(f"[{i}] "):], *lines[1:]]
         out += style.wrap(_root_cause(res, c), "    root cause: ", "      ")
-        out.append(f"    rule: {style(str(c.rule), 'rule')}")
+        if parent is not None:
+            out.append(f"    follows from [{parent + 1}]: its fixes and the flags it reads are among [{parent + 1}]'s")
+        if explain:
+            out.append(f"    rule: {style(str(c.rule), 'rule')}")
         if c.allowed is not None:
             # the option the rule restricts (a --strict refusal: the option its adjustment changes), which is
             # not always the first option involved (trtllm_mla's KV dtypes restrict kv_cache_dtype)
             restricted = getattr(res.engine.pack.rule(c.rule.id), "option", None) or (c.options[0] if c.options else "")
             out.append(_e(f"    allowed {restricted}: "
                           f"{', '.join(map(show_value, c.allowed)) or 'none on this platform'}"))
-        if c.evidence:
-            out += style.wrap(c.evidence, "    evidence: ", "      ")
-        out.append("    caused by:")
-        out += tree.lines(c.facts, "      ", f"[{i}]")
+        if explain:
+            if c.evidence:
+                out += style.wrap(c.evidence, "    evidence: ", "      ")
+            for name, text in c.details:
+                out += style.wrap(text, f"    {name}: ", "      ")
+            out.append("    caused by:")
+            out += tree.lines(c.facts, "      ", f"[{i}]")
         if c.fixes:
             out.append("    to fix, any one of:")
             for j, f in enumerate(c.fixes, 1):
@@ -244,8 +387,11 @@ def _conflicts(res, style: Style) -> list[str]:
                 removed = " ".join(res.engine.pack.options[n].flag for n in f.unset)
                 how = "; ".join(x for x in (f"add {typed}" if typed else "", f"remove {removed}" if removed else "") if x)
                 out.append(f"         {style(how, 'good')}")
-        else:
-            fixed = [j for j, other in enumerate(res.conflicts, 1) if other.fixes]
+                also = getattr(f, "also", None)  # the other options a fix changes (resolver/fixes.py), when given
+                if also:
+                    out += style.wrap(f"also changes: {', '.join(map(str, also))}", "         ", "           ")
+        elif parent is None:
+            fixed = [j for j, (other, _) in enumerate(ordered, 1) if other.fixes]
             if fixed:
                 out.append(f"    no change aimed at this conflict alone resolves the request; see the fixes of [{fixed[0]}]")
             else:
@@ -256,6 +402,10 @@ def _conflicts(res, style: Style) -> list[str]:
                 else:
                     out.append("    no single or double change to the options resolves this; see the rule's doc:")
                     out += style.wrap(c.doc, "      ", "      ")
+        if not explain:
+            for k, (other, p) in enumerate(ordered, 1):
+                if p == i - 1:
+                    out += style.wrap(f"[{k}] {other.message}", "    also: ", "      ")
     if res.resolves_on:
         out.append("")
         out += style.wrap(f"the same launch resolves on: {', '.join(res.resolves_on)}", "", "  ")
@@ -265,38 +415,64 @@ def _conflicts(res, style: Style) -> list[str]:
     return out
 
 
-def to_json_dict(res) -> dict[str, Any]:
+def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON object.  Compact by default: the values, the environment, the conflicts (with the facts each
+    rule read, its allowed set and its fixes), the warnings, what was not checked, a summary of the kernel
+    verdicts and, for each option not at its declared default, who decided it.  ``explain`` adds the model
+    facts' origins, every option's full derivation (facts read, candidates, adjustments, and for a kernel
+    option the values that lost), the input and derived facts, the conflicts' docs and evidence.  ``why_not``:
+    options whose derivation also lists every value that lost, each re-resolved (``--explain OPTION``)."""
     from .launch_line import typed_after_fix
     from .verdicts import kernel_verdicts
 
     req = res.request
-    model = {f.name.split(".", 1)[1]: f.value for n, f in res.outcome.facts.items() if n.startswith("model.")}
-    model["origins"] = {f.name: f.origin for n, f in res.outcome.facts.items() if n.startswith("model.")}
+    facts = res.outcome.facts
+    model = {f.name.split(".", 1)[1]: f.value for n, f in facts.items() if n.startswith("model.")}
     source = "detected" if req.platform_source.startswith("detected") else "flag"
     platform = {"name": req.platform.name, "source": source, "given_as": req.platform_source,
                 "vendor": req.platform.vendor, "capability": req.platform.capability}
-    return {
-        "status": res.status,
-        "platform": platform,
-        "model": model,
-        "values": dict(res.values),
-        "env": dict(sorted(res.env.items())),
-        "derivations": {n: d.to_dict() for n, d in res.derivations.items()},
-        "facts": {n: f.to_dict() for n, f in sorted(res.outcome.facts.items()) if n.startswith(("model.", "platform."))
-                  or n in res.engine.pack.facts},
+    ordered = conflict_order(res)
+    conflicts = []
+    for c, parent in ordered:
+        entry = {**c.to_dict(), "root_cause": _root_cause(res, c), "follows_from": parent,
+                 "remedy": getattr(res.engine.pack.rule(c.rule.id), "remedy", None),
+                 # each fix also as the whole command line to type, not only the change
+                 "fixes": [{**f.to_dict(), "full_argv": list(typed_after_fix(res, f))} for f in c.fixes]}
+        if not explain:
+            for key in ("doc", "evidence", "details"):
+                entry.pop(key, None)
+        conflicts.append(entry)
+    kernels = kernel_verdicts(res)
+    out: dict[str, Any] = {"status": res.status, "platform": platform, "model": model, "values": dict(res.values),
+                           "env": dict(sorted(res.env.items()))}
+    if explain:
+        model["origins"] = {f.name: f.origin for n, f in facts.items() if n.startswith("model.")}
+        out["derivations"] = {n: _full_derivation(res, n, d, n in why_not) for n, d in res.derivations.items()}
+        out["facts"] = {n: f.to_dict() for n, f in sorted(facts.items()) if n.startswith(("model.", "platform."))
+                        or n in res.engine.pack.facts}
         # what a derived fact read, by name: the inner nodes of the text's trees
-        "derived_facts": {n: res.outcome.derivations[n].to_dict()
-                          for n in sorted({*res.engine.pack.facts, *res.engine.pack.computes})
-                          if n in res.outcome.derivations},
-        "conflicts": [{**c.to_dict(), "root_cause": _root_cause(res, c),
-                       "remedy": getattr(res.engine.pack.rule(c.rule.id), "remedy", None),
-                       # each fix also as the whole command line to type, not only the change
-                       "fixes": [{**f.to_dict(), "full_argv": list(typed_after_fix(res, f))} for f in c.fixes]}
-                      for c in res.conflicts],
-        "kernels": kernel_verdicts(res),
+        out["derived_facts"] = {n: res.outcome.derivations[n].to_dict()
+                                for n in sorted({*res.engine.pack.facts, *res.engine.pack.computes})
+                                if n in res.outcome.derivations}
+    else:
+        out["derivations"] = {n: {"value": d.value, "source": d.source, "rule": d.rule.to_dict() if d.rule else None}
+                              for n, d in res.derivations.items() if d.source != "fallback"}
+        kernels = {n: {k: v for k, v in verdict.items() if k != "why"} for n, verdict in kernels.items()}
+    out.update({
+        "conflicts": conflicts,
+        "kernels": kernels,
         # when no change of options resolves the conflicts: the platforms where the same launch resolves
         "resolves_on": list(res.resolves_on) if res.resolves_on is not None else None,
         "unchecked": list(res.unchecked),
         "warnings": [w.to_dict() for w in res.warnings],
-    }
+    })
+    return out
 
+
+def _full_derivation(res, name: str, d, asked: bool) -> dict[str, Any]:
+    out = d.to_dict()
+    if asked and d.source != "user":
+        from .why_not import why_not
+
+        out["why_not"] = [w.to_dict() for w in why_not(res, name, rerun=True)]
+    return out

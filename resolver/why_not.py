@@ -25,7 +25,7 @@ from .conditions import Atom
 from .resolution import _verdict, run, show_value
 from .rules import Default
 
-__all__ = ["Loser", "Reason", "brief", "describe", "first_false", "why_not"]
+__all__ = ["Loser", "Reason", "describe", "first_false", "why_not"]
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,19 @@ class Reason:
         return {"kind": self.kind, "rule": self.rule, "where": self.where, "text": self.text}
 
 
+#: the strongest reason first: a refusal, then a default that fired and lost, then one that did not fire
+_ORDER = {"conflict": 0, "kernel": 1, "skipped": 2, "shadowed": 3, "not-fired": 4}
+
+
 @dataclass(frozen=True)
 class Loser:
     value: Any
     reasons: tuple[Reason, ...]
+    #: with the value typed instead, whether the request resolves (None: not re-resolved)
+    resolves: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "reasons": [r.to_dict() for r in self.reasons]}
+        return {"value": self.value, "reasons": [r.to_dict() for r in self.reasons], "resolves": self.resolves}
 
 
 def first_false(when, values: dict[str, Any]) -> tuple[Atom, ...]:
@@ -109,6 +115,7 @@ def why_not(res, name: str, values: list[Any] | None = None, rerun: bool = False
             if verdict.status in ("unsupported", "refused"):
                 by = f"adapter {verdict.adapter}" if verdict.adapter else "the kernel adapters"
                 add(value, Reason("kernel", None, f"{by}: {verdict.status} on {res.request.platform.name}"))
+    resolves: dict[Any, bool] = {}
     if rerun:
         before = {c.rule.id for c in res.conflicts}
         for value in candidates:
@@ -116,10 +123,14 @@ def why_not(res, name: str, values: list[Any] | None = None, rerun: bool = False
                 continue
             trial = replace(res.request, args={**res.request.args, name: value})
             outcome = run(res.engine.compiled, res.engine.durable, trial, brief=True)
+            resolves[value] = not outcome.conflicts
             for c in outcome.conflicts:
                 if c.rule.id not in before:
                     add(value, Reason("conflict", c.rule.id, f"typed, it raises {c.rule.id}", _where(c.rule)))
-    return [Loser(v, tuple(reasons.get(v, ()))) for v in candidates if v != d.value]
+    losers = [Loser(v, tuple(sorted(reasons.get(v, ()), key=lambda r: _ORDER[r.kind])), resolves.get(v))
+              for v in candidates if v != d.value]
+    # refused values first, then those a default proposed, then the rest; each group in the option's order
+    return sorted(losers, key=lambda w: min((_ORDER[r.kind] for r in w.reasons), default=len(_ORDER)))
 
 
 def _not_fired(rule: Default, known: dict[str, Any]) -> Reason:
@@ -135,15 +146,7 @@ def _not_fired(rule: Default, known: dict[str, Any]) -> Reason:
 
 def describe(loser: Loser) -> str:
     """One loser as a line of text: the value, then its reasons (or that nothing stands against it)."""
-    if not loser.reasons:
-        return f"{show_value(loser.value)}: no default rule proposes it here, and nothing found refuses it"
-    return f"{show_value(loser.value)}: " + "; ".join(r.text for r in loser.reasons)
-
-
-def brief(loser: Loser, most: int = 2) -> str:
-    """``describe`` with at most ``most`` reasons, the strongest first (a refusal before a rule that did not fire)."""
-    order = {"conflict": 0, "kernel": 1, "skipped": 2, "shadowed": 3, "not-fired": 4}
-    ranked = sorted(loser.reasons, key=lambda r: order[r.kind])
-    shown = Loser(loser.value, tuple(ranked[:most]))
-    more = len(ranked) - most
-    return describe(shown) + (f" (and {more} more)" if more > 0 else "")
+    said = "; ".join(r.text for r in loser.reasons) or "no default rule proposes it here"
+    if loser.resolves:
+        said += "; typed, it resolves"
+    return f"{show_value(loser.value)}: {said}"

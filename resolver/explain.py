@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
-from typing import Any
+from typing import Any, ClassVar
 
 from .resolution import FactUse, show_value
 from .terminal import escape as _e
@@ -22,21 +22,24 @@ class Style:
 
     The defaults draw plain, unwrapped text, which is what golden files, logs and pipes get."""
 
-    _CODES = {"bad": "1;31", "good": "32", "rule": "2", "name": "1", "warn": "33", "head": "1"}
+    _CODES: ClassVar[dict[str, str]] = {"bad": "1;31", "good": "32", "rule": "2", "name": "1", "warn": "33", "head": "1"}
 
     def __init__(self, colour: bool = False, width: int | None = None):
         self.colour = colour
         self.width = width if width and width >= 40 else None
 
     @classmethod
-    def for_stream(cls, stream, mode: str = "auto") -> "Style":
+    def for_stream(cls, stream, mode: str = "auto") -> Style:
         tty = hasattr(stream, "isatty") and stream.isatty()
         colour = mode == "always" or (mode == "auto" and tty and not os.environ.get("NO_COLOR")
                                       and os.environ.get("TERM") != "dumb")
         columns = os.environ.get("COLUMNS", "")
-        width = None  # a pipe or a file is never wrapped: logs and golden files stay stable
-        if tty:
-            width = int(columns) if columns.isdigit() else shutil.get_terminal_size().columns
+        # an explicit COLUMNS wraps to that width on a terminal and in a pipe alike (shells set it without
+        # exporting it, so a pipe sees it only when asked: COLUMNS=100 resolve ... | less); without it a pipe
+        # or a file is never wrapped, so logs and golden files stay stable
+        width = int(columns) if columns.isdigit() else None
+        if tty and width is None:
+            width = shutil.get_terminal_size().columns
         return cls(colour, width)
 
     def __call__(self, text: str, kind: str) -> str:
@@ -79,17 +82,35 @@ class _Tree:
         return out
 
     def _node(self, f: FactUse, indent, branch, cont, width, where) -> list[str]:
+        plain = f"{indent}{branch}{f'{f.name:<{width}}'} = {f'{show_value(f.value):<16}'} "
         head = f"{indent}{branch}{self.style(f'{f.name:<{width}}', 'name')} = {_e(f'{show_value(f.value):<16}')} "
+        # a long origin wraps under the fact, behind the tree's own branch lines
+        under = indent + cont + "   "
         d = self.res.outcome.derivations.get(f.name) if f.source in ("derived", "computed") else None
         if d is None:
-            return [head + _e(_origin(f))]
+            return self._wrapped(head, plain, _origin(f), under)
         if f.name in self.drawn:
-            return [head + _e(f"derived: {self.drawn[f.name]}")]
+            return self._wrapped(head, plain, f"derived: {self.drawn[f.name]}", under)
         self.drawn[f.name] = f"see {where}"
-        line = head + f"{'computed' if d.source == 'computed' else 'derived'} by {self.style(str(d.rule), 'rule')}"
+        said = f"{'computed' if d.source == 'computed' else 'derived'} by {d.rule}"
         if not d.facts:
-            return [line + " (none of its branches matched)"]
-        return [line] + self.lines(d.facts, indent + cont, where)
+            return self._wrapped(head, plain, said + " (none of its branches matched)", under)
+        kind, _, rule = said.partition(" by ")
+        if self.style.width is None or len(plain) + len(said) <= self.style.width:
+            line = head + f"{kind} by {self.style(rule, 'rule')}"
+            return [line] + self.lines(d.facts, indent + cont, where)
+        return self._wrapped(head, plain, said, indent + cont + "│  ") + self.lines(d.facts, indent + cont, where)
+
+    def _wrapped(self, head: str, plain: str, text: str, under: str) -> list[str]:
+        """``head`` and ``text``, continued behind ``under`` when the line is wider than the style's width."""
+        width = self.style.width
+        if width is None or len(plain) + len(text) <= width:
+            return [head + _e(text)]
+        rest = textwrap.wrap(_e(text), max(width - len(plain), 20), break_on_hyphens=False)
+        out = [head + rest[0]]
+        for piece in textwrap.wrap(" ".join(rest[1:]), max(width - len(under) - 2, 20), break_on_hyphens=False):
+            out.append(f"{under}  {piece}")
+        return out
 
 
 def render_text(res, explain: bool = False, only: str | None = None, style: Style = PLAIN,

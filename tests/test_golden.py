@@ -100,8 +100,12 @@ def test_json_keeps_what_the_text_shows():
         # the rule (with file:line) is behind --explain
         rule = f"{conflict['rule']['id']} ({conflict['rule']['file']}:{conflict['rule']['line']})"
         assert rule in explained.getvalue() and rule not in text.getvalue()
-        for fix in conflict["fixes"]:
+        shown = doc["conflicts"][conflict["follows_from"]] if conflict["follows_from"] is not None else conflict
+        for fix in shown["fixes"]:
             assert fix["description"] in text.getvalue()
+        # a folded conflict's fixes are among those shown (the definition of "follows from")
+        changes = [(f["set"], sorted(f["unset"])) for f in shown["fixes"]]
+        assert all((f["set"], sorted(f["unset"])) in changes for f in conflict["fixes"])
         assert " ".join(conflict["root_cause"].split()) in " ".join(text.getvalue().split())
 
 
@@ -110,8 +114,8 @@ def test_json_keeps_the_trees_of_the_text():
     fact's own facts in derived_facts."""
     argv = ["--platform", "h100", "--model-config", os.path.join(ROOT, "tests", "fixtures", "llama-config.json")]
     doc_out, text_out = io.StringIO(), io.StringIO()
-    main(argv + ["--format", "json"], doc_out, io.StringIO())
-    main(argv + ["--explain"], text_out, io.StringIO())
+    main(argv + ["--format", "json", "--explain"], doc_out, io.StringIO())
+    main(argv + ["--explain", "--verbose"], text_out, io.StringIO())
     doc, text = json.loads(doc_out.getvalue()), text_out.getvalue()
     nodes = {line.split("─ ", 1)[1].split(" = ")[0].strip() for line in text.splitlines() if "─ " in line}
     known = {f["name"] for d in doc["derivations"].values() for f in d["facts"]}

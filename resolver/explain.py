@@ -106,9 +106,14 @@ class _Tree:
         width = self.style.width
         if width is None or len(plain) + len(text) <= width:
             return [head + _e(text)]
-        rest = textwrap.wrap(_e(text), max(width - len(plain), 20), break_on_hyphens=False)
-        out = [head + rest[0]]
-        for piece in textwrap.wrap(" ".join(rest[1:]), max(width - len(under) - 2, 20), break_on_hyphens=False):
+        room = width - len(plain)
+        first = textwrap.wrap(_e(text), room, break_on_hyphens=False, break_long_words=False) if room >= 20 else []
+        if first and len(first[0]) > room:
+            first = []
+        # what does not fit behind the fact continues under it (all of it, when too little room is left)
+        out = [head + first[0] if first else head.rstrip()]
+        rest = _e(text)[len(first[0]):].strip() if first else _e(text)
+        for piece in textwrap.wrap(rest, max(width - len(under) - 2, 20), break_on_hyphens=False):
             out.append(f"{under}  {piece}")
         return out
 
@@ -391,8 +396,8 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
             # the option the rule restricts (a --strict refusal: the option its adjustment changes), which is
             # not always the first option involved (trtllm_mla's KV dtypes restrict kv_cache_dtype)
             restricted = getattr(res.engine.pack.rule(c.rule.id), "option", None) or (c.options[0] if c.options else "")
-            out.append(_e(f"    allowed {restricted}: "
-                          f"{', '.join(map(show_value, c.allowed)) or 'none on this platform'}"))
+            out += style.wrap(f"allowed {restricted}: {', '.join(map(show_value, c.allowed)) or 'none on this platform'}",
+                              "    ", "      ")
         if explain:
             if c.evidence:
                 out += style.wrap(c.evidence, "    evidence: ", "      ")
@@ -407,7 +412,8 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
                 typed = " ".join(f.argv)
                 removed = " ".join(res.engine.pack.options[n].flag for n in f.unset)
                 how = "; ".join(x for x in (f"add {typed}" if typed else "", f"remove {removed}" if removed else "") if x)
-                out.append(f"         {style(how, 'good')}")
+                # wrapped plain, then coloured (escaping is idempotent: a wrapped line has no control left)
+                out += [f"{line[:9]}{style(line[9:], 'good')}" for line in style.wrap(how, " " * 9, " " * 11)]
                 also = getattr(f, "also", None)  # the other options a fix changes (resolver/fixes.py), when given
                 if also:
                     out += style.wrap(f"also changes: {', '.join(map(str, also))}", "         ", "           ")

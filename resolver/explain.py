@@ -482,8 +482,8 @@ def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> d
                                 for n in sorted({*res.engine.pack.facts, *res.engine.pack.computes})
                                 if n in res.outcome.derivations}
     else:
-        out["derivations"] = {n: {"value": d.value, "source": d.source, "rule": d.rule.to_dict() if d.rule else None}
-                              for n, d in res.derivations.items() if d.source != "fallback"}
+        out["derivations"] = {n: _compact_derivation(d) for n, d in res.derivations.items()
+                              if d.source != "fallback" or any(c.outcome == "skipped" for c in d.candidates)}
         kernels = {n: {k: v for k, v in verdict.items() if k != "why"} for n, verdict in kernels.items()}
     out.update({
         "conflicts": conflicts,
@@ -493,6 +493,16 @@ def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> d
         "unchecked": list(res.unchecked),
         "warnings": [w.to_dict() for w in res.warnings],
     })
+    return out
+
+
+def _compact_derivation(d) -> dict[str, Any]:
+    """Who decided a value; and the default candidates skipped because their kernel cannot run on the target
+    (where the resolver departs from SGLang's pick, docs/divergences.md: kept so a comparison can tell)."""
+    out = {"value": d.value, "source": d.source, "rule": d.rule.to_dict() if d.rule else None}
+    skipped = [c.to_dict() for c in d.candidates if c.outcome == "skipped"]
+    if skipped:
+        out["candidates"] = skipped
     return out
 
 

@@ -146,7 +146,10 @@ def _not_fired(rule: Default, known: dict[str, Any]) -> Reason:
 
 def describe(loser: Loser) -> str:
     """One loser as a line of text: the value, then its reasons (or that nothing stands against it)."""
-    said = "; ".join(r.text for r in loser.reasons) or "no default rule proposes it here"
+    raised = [r.rule for r in loser.reasons if r.kind == "conflict"]
+    texts = ([f"typed, it raises {', '.join(map(str, raised))}"] if raised else []) + \
+        [r.text for r in loser.reasons if r.kind != "conflict"]
+    said = "; ".join(texts) or "no default rule proposes it here"
     if loser.resolves:
         said += "; typed, it resolves"
     return f"{show_value(loser.value)}: {said}"

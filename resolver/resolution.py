@@ -586,13 +586,13 @@ def _adjust_round(s: _Adjusting, batch: list, compiled, facts, values, request, 
     message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(new)})
     if d.source == "user" and not adj.normalize:
         flag = request.flags.get(d.name, compiled.pack.options[d.name].flag)
-        wanted = f"{_as_typed(flag, current)} would be changed to {format_value(new)}"
+        wanted = f"{_as_typed(flag, current)} would be changed to {show_value(new)}"
         if request.strict:
             # --strict: the typed value stays, and the change the rule wants is a conflict
             refused.append(ConflictReport(adj.ref, adj.doc, f"{wanted} ({message.rstrip('.')}); --strict refuses to change a "
                                           f"value you typed.", (d.name,), used, (new,), None))
             return s.start < len(steps)
-        warnings.append(Notice("adjusted", f"{_as_typed(flag, current)} was changed to {format_value(new)} "
+        warnings.append(Notice("adjusted", f"{_as_typed(flag, current)} was changed to {show_value(new)} "
                                            f"by {adj.ref}: {message}"))
     s.done.append(Adjustment(adj.ref, current, new, message, adj.normalize, used))
     s.current = new

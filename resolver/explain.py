@@ -148,11 +148,11 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         width = max([len(n) for n in names] + [1])
         for name in names:
             d = res.derivations[name]
-            lines.append(f"  {_e(f'{name:<{width}}')} = {style(f'{show_value(d.value):<16}', 'good')} "
-                         f"({_e(_source_label(d))})")
+            lines += _row(style, name, width, show_value(d.value), _source_label(d))
         rest = sum(not o.env for o in pack.options.values()) - len(names)
         if not only and rest:
-            lines.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
+            lines += style.wrap(f"({rest} other options keep their declared defaults; --format json lists every value)",
+                                "  ", "   ")
         variables = [n for n in shown if pack.options[n].env and res.derivations[n].value is not None]
         if variables:
             lines.append("")
@@ -160,8 +160,7 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
             width = max(len(n) for n in variables)
             for name in variables:
                 d = res.derivations[name]
-                lines.append(f"  {_e(f'{name:<{width}}')} = {style(f'{res.env[name]:<16}', 'good')} "
-                             f"({_e(_source_label(d))})")
+                lines += _row(style, name, width, res.env[name], _source_label(d))
     if res.unchecked:
         lines.append("")
         typed = " ".join(_flag_and_value(res, n) for n in res.unchecked)
@@ -183,19 +182,32 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
     return "\n".join(lines) + "\n"
 
 
+def _row(style: Style, name: str, width: int, value: str, label: str) -> list[str]:
+    """One row of the resolved configuration: name, value, who decided it (under the row when it would not fit)."""
+    head = f"  {_e(f'{name:<{width}}')} = {style(f'{value:<16}', 'good')} "
+    plain = len(f"  {_e(f'{name:<{width}}')} = {_e(f'{value:<16}')} ")
+    if style.width is None or plain + len(label) + 2 <= style.width:
+        return [head + f"({_e(label)})"]
+    return [head.rstrip(), *style.wrap(f"({label})", "      ", "       ")]
+
+
 def _brief_why(res, style: Style) -> list[str]:
     """The short --explain: each value not at its declared default with its decider, the facts its rule read
     (one level) and, for an option with a kernel role, the values that lost with what removed each."""
     pack = res.engine.pack
     names = [n for n in sorted(pack.options, key=lambda n: (pack.options[n].env, n))
              if res.derivations[n].source != "fallback" and (not pack.options[n].env or n in res.env)]
-    out = [style("why (each value not at its declared default; --explain OPTION shows one in full, "
-                 "--verbose all):", "head")]
+    out = [style(line, "head") for line in style.wrap("why (each value not at its declared default; --explain OPTION "
+                                                     "shows one in full, --verbose all):", "", "  ")]
     for name in names:
         d = res.derivations[name]
         shown = res.env[name] if pack.options[name].env else show_value(d.value)
-        head = f"  {style(name, 'name')} = {style(shown, 'good')}, "
-        out.append(head + _e("by " + _decider(res, d)))
+        # wrapped plain, then the name and value coloured (escaped alike, so the lengths agree)
+        lines = style.wrap(f"{name} = {shown}, by {_decider(res, d)}", "  ", "      ")
+        plain = f"  {_e(name)} = {_e(shown)}"
+        if lines[0].startswith(plain):
+            lines[0] = f"  {style(name, 'name')} = {style(shown, 'good')}{lines[0][len(plain):]}"
+        out += lines
         if d.facts:
             out += style.wrap("from: " + ", ".join(f"{f.name} = {show_value(f.value)}" for f in d.facts), "    ", "      ")
         for a in d.adjustments:
@@ -213,7 +225,8 @@ def _brief_why(res, style: Style) -> list[str]:
                               f"--explain {name})", "    ", "      ")
     rest = sum(not o.env for o in pack.options.values()) - sum(not pack.options[n].env for n in names)
     if rest:
-        out.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
+        out += style.wrap(f"({rest} other options keep their declared defaults; --format json lists every value)",
+                          "  ", "   ")
     return out
 
 
@@ -262,7 +275,8 @@ def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) 
     if d.source == "user":
         out.append(_e(f"    set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})"))
     elif d.rule is not None:
-        out.append(f"    decided by: {_e(d.source)} rule {style(str(d.rule), 'rule')}")
+        said = style.wrap(f"decided by: {d.source} rule {d.rule}", "    ", "      ")
+        out += [line.replace(_e(str(d.rule)), style(str(d.rule), "rule")) for line in said]
         out += style.wrap(d.doc, "      ", "      ")
     if d.facts:
         out.append("    because:")

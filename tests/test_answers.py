@@ -192,3 +192,16 @@ def test_the_api_keeps_the_full_form():
     res = resolve({}, platform="h100", model_arch="DeepseekV32ForCausalLM")
     assert "derived_facts" in res.to_dict() and "derived_facts" not in res.to_dict(explain=False)
     assert "    why not (" not in res.explain() and "    why not (" in res.explain("dsa_decode_backend")
+
+
+@pytest.mark.parametrize("extra", [[], ["--explain"], ["--explain", "--verbose"], ["--explain", "dsa_decode_backend"]])
+def test_every_line_fits_an_explicit_columns(monkeypatch, extra):
+    monkeypatch.setenv("COLUMNS", "70")
+    for argv in (["--platform", "b200", *DSV32], SEED):
+        text = _cli([*argv, *extra])[1]
+        assert max(map(len, text.splitlines())) <= 70, [line for line in text.splitlines() if len(line) > 70][:3]
+
+
+def test_without_fixes_nothing_is_folded():
+    doc = json.loads(_cli([*CONFLICTS["deterministic-dsv32-h100"][0], "--no-fixes", "--format", "json"])[1])
+    assert len(doc["conflicts"]) == 2 and all(c["follows_from"] is None for c in doc["conflicts"])

@@ -130,7 +130,7 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
     req = res.request
     full = verbose or only is not None
     model = req.model.get("model.architecture", (None, ""))[0]
-    lines.append(_e(f"platform: {req.platform.name} ({req.platform_source})"))
+    lines += style.wrap(f"platform: {req.platform.name} ({req.platform_source})", "", "          ")
     source = req.model.get("model.from_arch_only", (None, ""))[1]
     lines += style.wrap(f"model:    {model or '(none given)'}" + (f" (from {source})" if model and source else ""), "", "          ")
     if res.conflicts:
@@ -156,7 +156,8 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         variables = [n for n in shown if pack.options[n].env and res.derivations[n].value is not None]
         if variables:
             lines.append("")
-            lines.append(style("environment SGLang sets (--format env prints it for a shell):", "head"))
+            lines += [style(line, "head") for line in
+                      style.wrap("environment SGLang sets (--format env prints it for a shell):", "", "  ")]
             width = max(len(n) for n in variables)
             for name in variables:
                 d = res.derivations[name]
@@ -273,7 +274,8 @@ def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) 
     d = res.derivations[name]
     out = [f"  {style(name, 'name')} = {style(show_value(d.value), 'good')}"]
     if d.source == "user":
-        out.append(_e(f"    set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})"))
+        out += style.wrap(f"set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})",
+                          "    ", "      ")
     elif d.rule is not None:
         said = style.wrap(f"decided by: {d.source} rule {d.rule}", "    ", "      ")
         out += [line.replace(_e(str(d.rule)), style(str(d.rule), "rule")) for line in said]
@@ -299,7 +301,7 @@ def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) 
 
         losers = why_not(res, name, rerun=rerun)
         if losers:
-            out.append(f"    why not{' (each value typed instead, re-resolved)' if rerun else ''}:")
+            out += style.wrap(f"why not{' (each value typed instead, re-resolved)' if rerun else ''}:", "    ", "      ")
             for w in losers:
                 out += style.wrap(describe(w), "      - ", "        ")
     return out
@@ -393,7 +395,7 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
     count = f"{len(ordered)} conflict{'s' if len(ordered) != 1 else ''}"
     if folded and not explain:
         count += f" ({folded} folded under the one it follows from; --explain shows each in full)"
-    out = [style(count + ":", "bad")]
+    out = [style(line, "bad") for line in style.wrap(count + ":", "", "  ")]
     tree = _Tree(res, style)
     for i, (c, parent) in enumerate(ordered, 1):
         if parent is not None and not explain:
@@ -403,9 +405,11 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
         out += [style(f"[{i}] ", "bad") + lines[0][len(f"[{i}] "):], *lines[1:]]
         out += style.wrap(_root_cause(res, c), "    root cause: ", "      ")
         if parent is not None:
-            out.append(f"    follows from [{parent + 1}]: its fixes and the flags it reads are among [{parent + 1}]'s")
+            out += style.wrap(f"follows from [{parent + 1}]: its fixes and the flags it reads are among [{parent + 1}]'s",
+                              "    ", "      ")
         if explain:
-            out.append(f"    rule: {style(str(c.rule), 'rule')}")
+            out += [line.replace(_e(str(c.rule)), style(str(c.rule), "rule"))
+                    for line in style.wrap(f"rule: {c.rule}", "    ", "      ")]
         if c.allowed is not None:
             # the option the rule restricts (a --strict refusal: the option its adjustment changes), which is
             # not always the first option involved (trtllm_mla's KV dtypes restrict kv_cache_dtype)
@@ -434,14 +438,16 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
         elif parent is None:
             fixed = [j for j, (other, _) in enumerate(ordered, 1) if other.fixes]
             if fixed:
-                out.append(f"    no change aimed at this conflict alone resolves the request; see the fixes of [{fixed[0]}]")
+                out += style.wrap(f"no change aimed at this conflict alone resolves the request; see the fixes of "
+                                  f"[{fixed[0]}]", "    ", "      ")
             else:
                 remedy = getattr(res.engine.pack.rule(c.rule.id), "remedy", None)
                 if remedy:
-                    out.append("    no change of launch options resolves this; what would:")
+                    out += style.wrap("no change of launch options resolves this; what would:", "    ", "      ")
                     out += style.wrap(remedy, "      ", "      ")
                 else:
-                    out.append("    no single or double change to the options resolves this; see the rule's doc:")
+                    out += style.wrap("no single or double change to the options resolves this; see the rule's doc:",
+                                      "    ", "      ")
                     out += style.wrap(c.doc, "      ", "      ")
         if not explain:
             for k, (other, p) in enumerate(ordered, 1):

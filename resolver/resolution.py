@@ -258,9 +258,13 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         for name, value in sorted(request.platform.facts().items()):
             facts[name] = FactUse(name, value, "platform", f"platform {request.platform.name} ({request.platform_source})")
             inputs.append(fact(name, value))
+        # the config the model facts came from, as model_facts named it ("config.json", a catalogue entry), or
+        # None when only the architecture was given: an absent field is said to be absent from that
+        only_arch, config = request.model.get("model.from_arch_only", (None, "config.json"))
         for name in sorted(MODEL_FACTS):  # declared model facts; an absent one is asserted as null
             field_ = MODEL_FACTS[name][0]
-            absent = f"no {field_} given" if field_.startswith("--") else f"config.json has no {field_}"
+            absent = (f"no {field_} given" if field_.startswith("--") else
+                      f"--model-arch alone gives no {field_}" if only_arch else f"{config} has no {field_}")
             value, origin = request.model.get(name, (None, absent))
             facts[name] = FactUse(name, value, "model", origin)
             inputs.append(fact(name, value))

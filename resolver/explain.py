@@ -517,13 +517,12 @@ def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> d
 
 
 def _compact_derivation(d) -> dict[str, Any]:
-    """Who decided a value; and the default candidates skipped because their kernel cannot run on the target
-    (where the resolver departs from SGLang's pick, docs/divergences.md: kept so a comparison can tell)."""
-    out = {"value": d.value, "source": d.source, "rule": d.rule.to_dict() if d.rule else None}
-    skipped = [c.to_dict() for c in d.candidates if c.outcome == "skipped"]
-    if skipped:
-        out["candidates"] = skipped
-    return out
+    """Who decided a value (the contract's keys): the rule, the facts it read (name, value and source; their
+    origins are in the full form) and the candidates that lost (with the defaults skipped because their kernel
+    cannot run on the target, where the resolver departs from SGLang's pick: docs/divergences.md)."""
+    return {"value": d.value, "source": d.source, "rule": d.rule.to_dict() if d.rule else None,
+            "facts": [{"name": f.name, "value": f.value, "source": f.source} for f in d.facts],
+            "candidates": [c.to_dict() for c in d.candidates]}
 
 
 def _full_derivation(res, name: str, d, asked: bool) -> dict[str, Any]:

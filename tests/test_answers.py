@@ -181,6 +181,7 @@ def test_the_default_json_is_compact_and_keeps_the_contract():
     assert "facts" not in doc and "derived_facts" not in doc and "origins" not in doc["model"]
     d = doc["derivations"]["dsa_decode_backend"]
     assert d["value"] == "fa3" and d["source"] == "default" and d["rule"]["id"] == "default.dsa.backends.bf16"
+    assert [f["name"] for f in d["facts"]] == ["model.dsa_resolved"] and d["candidates"] == []  # the contract's keys
     assert all(x["source"] != "fallback" or x.get("candidates") for x in doc["derivations"].values())
     conflict = json.loads(_cli([*SEED, "--format", "json"])[1])["conflicts"][0]
     assert {"rule", "message", "options", "facts", "allowed", "fixes", "follows_from"} <= set(conflict)

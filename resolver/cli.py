@@ -97,6 +97,9 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
                    help="say why each value is what it is, in short (or only OPTION's, in full: the fact tree, "
                         "the kernel evidence, and why not each other value); conflicts show their rule, evidence "
                         "and fact tree; JSON adds every derivation, the facts and the evidence")
+    o.add_argument("--why-not", metavar="OPTION=VALUE",
+                   help="resolve again with OPTION=VALUE typed and say what stands against it: the conflicts it "
+                        "would raise, or the default rules that did not pick it")
     o.add_argument("--verbose", action="store_true",
                    help="with --explain (implied): every value's whole derivation, as --explain OPTION shows one")
     o.add_argument("--format", choices=["text", "json", "args", "env"], default="text",
@@ -142,7 +145,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
 
 
 _OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-per-node", "--env", "--vendor", "--model-config", "--model-arch", "--installed",
-              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--verbose", "--format", "--color", "--rules", "--batch", "--no-fixes",
+              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--verbose", "--why-not", "--format", "--color", "--rules", "--batch", "--no-fixes",
               "--help")
 
 
@@ -277,8 +280,46 @@ def request_kwargs(engine: Engine, ns) -> dict[str, Any]:
 
 
 def _single(engine: Engine, ns, out: Output, err: Output) -> int:
-    res = resolve_request(engine, **request_kwargs(engine, ns), fixes=not ns.no_fixes)
+    kwargs = request_kwargs(engine, ns)
+    res = resolve_request(engine, **kwargs, fixes=not ns.no_fixes)
+    if ns.why_not:
+        return _why_not(engine, res, kwargs, ns, out)
     return _emit(res, ns, out, err)
+
+
+def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> int:
+    """``--why-not OPTION=VALUE``: resolve again with VALUE typed, and say what stands against it: the conflicts
+    it raises, else the defaults that did not pick it (resolver/why_not.py).  The exit status is the request's own."""
+    from .explain import _conflicts
+    from .resolution import show_value
+    from .why_not import describe, why_not
+
+    name, sep, value = ns.why_not.partition("=")
+    options = engine.pack.options
+    if not sep or name not in options or options[name].env or options[name].no_cli:
+        raise InputError(f"--why-not expects OPTION=VALUE with an option the rules check, got '{ns.why_not}'."
+                         f"{_suggest(name, [n for n, o in options.items() if not o.env and not o.no_cli])}")
+    flag = options[name].flag
+    trial = resolve_request(engine, **{**kwargs, "args": {**kwargs["args"], name: value},
+                                       "flags": {**kwargs["flags"], name: flag}}, fixes=not ns.no_fixes)
+    style = Style.for_stream(out, ns.color)
+    typed = trial.request.args.get(name, value)
+    now = res.values.get(name)
+    lines = style.wrap(f"why not {name} = {show_value(typed)}? (the request gives {name} = {show_value(now)}"
+                       f"{'' if res.ok else ', with conflicts'})", "", "  ")
+    changed = [a for a in trial.derivations[name].adjustments if not a.normalize]
+    as_typed = flag if typed is True else f"{flag} {value}"
+    if trial.conflicts:
+        lines += [f"with {as_typed} typed, the request raises:", ""] + _conflicts(trial, style)
+    elif changed:
+        lines += style.wrap(f"with {as_typed} typed, the request resolves, but {changed[-1].rule.id} changes it to "
+                            f"{show_value(trial.values[name])}: {changed[-1].message}", "", "  ")
+    else:
+        lines += style.wrap(f"with {as_typed} typed, the request resolves; it is not picked because:", "", "  ")
+        loser = next((w for w in why_not(res, name, values=[typed]) if w.value == typed), None)
+        lines += style.wrap(describe(loser) if loser is not None else "you typed it", "  - ", "    ")
+    out.write_safe("\n".join(lines) + "\n")
+    return EXIT_CONFLICT if res.conflicts else EXIT_OK
 
 
 def _batch(engine: Engine, ns, out: Output, err: Output) -> int:

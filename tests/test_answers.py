@@ -206,3 +206,20 @@ def test_every_line_fits_an_explicit_columns(monkeypatch, extra):
 def test_without_fixes_nothing_is_folded():
     doc = json.loads(_cli([*CONFLICTS["deterministic-dsv32-h100"][0], "--no-fixes", "--format", "json"])[1])
     assert len(doc["conflicts"]) == 2 and all(c["follows_from"] is None for c in doc["conflicts"])
+
+
+def test_why_not_a_value_re_resolves_with_it_typed():
+    code, text, _ = _cli(["--platform", "h100", *DSV32, "--why-not", "dsa_decode_backend=trtllm"])
+    assert code == 0  # the request's own status: it resolves
+    assert text.startswith("why not dsa_decode_backend = trtllm? (the request gives dsa_decode_backend = fa3)")
+    assert "with --dsa-decode-backend trtllm typed, the request raises:" in text
+    assert "The trtllm DSA decode kernel cannot run on sm90" in text
+    code, text, _ = _cli(["--platform", "h100", *DSV32, "--why-not", "dsa_decode_backend=tilelang"])
+    assert code == 0 and "typed, the request resolves; it is not picked because:" in text
+    assert "default default.dsa.backends.hisparse-rocm did not fire: needs enable_hisparse" in text
+    code, text, _ = _cli(["--platform", "h100", *DSV32, "--why-not", "page_size=128"])
+    assert "the request resolves, but adjust.dsa.page.cuda changes it to 64" in text
+    code, _, err = _cli(["--platform", "h100", *DSV32, "--why-not", "dsa_decode_backnd=fa3"])
+    assert code == 2 and "Did you mean 'dsa_decode_backend'?" in err
+    code, text, _ = _cli([*SEED, "--why-not", "dsa_decode_backend=flashmla_kv"])
+    assert code == 1 and "with conflicts)" in text.splitlines()[0]

@@ -150,18 +150,23 @@ class Resolution:
     def ok(self) -> bool:
         return not self.conflicts
 
-    def explain(self, option: str | None = None) -> str:
-        """Why each value is what it is (or only ``option``'s), as text."""
+    def explain(self, option: str | None = None, verbose: bool = False) -> str:
+        """Why each value is what it is, as text: in short (each value's decider, the facts its rule read, the
+        values a kernel option lost); ``option``: that option's whole derivation and why not each other value;
+        ``verbose``: every option's whole derivation."""
         from .explain import render_text
 
         if option is not None and option not in self.derivations:
             raise InputError(f"explain: no such option '{option}'")
-        return render_text(self, explain=True, only=option)
+        return render_text(self, explain=True, only=option, verbose=verbose)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, explain: bool = True) -> dict[str, Any]:
+        """The JSON object.  The API keeps the full form by default (every derivation, the facts, the
+        evidence: what ``resolve --format json --explain`` prints); ``explain=False`` gives the compact
+        form ``resolve --format json`` and ``--batch`` print (docs/explain.md)."""
         from .explain import to_json_dict
 
-        return to_json_dict(self)
+        return to_json_dict(self, explain=explain)
 
 
 def _platform(platform: str | Platform) -> tuple[Platform, str, str]:

@@ -24,7 +24,7 @@ from typing import Any, TextIO, cast
 from .api import Engine, get_engine, resolve_request
 from .catalogue import catalogue
 from .errors import ConflictError, InputError, ResolverError
-from .explain import Style, render_text
+from .explain import Style, render_text, to_json_dict
 from .jobs import add_jobs_argument, plan_jobs
 from .rules import RulePack
 from .terminal import Output
@@ -95,7 +95,14 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
                    help="whether a kernel package is present on the target (e.g. flashinfer=no)")
     o = p.add_argument_group("output")
     o.add_argument("--explain", nargs="?", const=True, default=False, metavar="OPTION",
-                   help="say why each value is what it is (or only OPTION's)")
+                   help="say why each value is what it is, in short (or only OPTION's, in full: the fact tree, "
+                        "the kernel evidence, and why not each other value); conflicts show their rule, evidence "
+                        "and fact tree; JSON adds every derivation, the facts and the evidence")
+    o.add_argument("--why-not", metavar="OPTION=VALUE",
+                   help="resolve again with OPTION=VALUE typed and say what stands against it: the conflicts it "
+                        "would raise, or the default rules that did not pick it")
+    o.add_argument("--verbose", action="store_true",
+                   help="with --explain (implied): every value's whole derivation, as --explain OPTION shows one")
     o.add_argument("--format", choices=["text", "json", "args", "env"], default="text",
                    help="output format: text (default), json, args (the resolved SGLang launch command, "
                         "ready to paste) or env (the environment variables SGLang sets, as shell export lines); "
@@ -140,7 +147,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
 
 
 _OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-per-node", "--env", "--vendor", "--model-config", "--model-arch", "--installed",
-              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--format", "--color", "--rules", "--batch", "--jobs", "--no-fixes",
+              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--verbose", "--why-not", "--format", "--color", "--rules", "--batch", "--jobs", "--no-fixes",
               "--help")
 
 
@@ -228,8 +235,9 @@ def _emit(res, ns, out: Output, err: Output) -> int:
     only = ns.explain if isinstance(ns.explain, str) else None
     if only and only not in res.engine.pack.options:
         raise InputError(f"--explain {only}: no such option.{_suggest(only, res.engine.pack.options)}")
+    explain = bool(ns.explain) or ns.verbose
     if ns.format == "json":
-        out.write(json.dumps(res.to_dict(), indent=2, sort_keys=False) + "\n")
+        out.write(json.dumps(to_json_dict(res, explain=explain, why_not=(only,) if only else ()), indent=2, sort_keys=False) + "\n")
     elif ns.format == "args" and not res.conflicts:
         from .launch_line import launch_argv, shell_line
 
@@ -239,10 +247,12 @@ def _emit(res, ns, out: Output, err: Output) -> int:
 
         out.write("".join(line + "\n" for line in export_lines(res)))
     elif ns.format in ("args", "env"):  # nothing to paste: say why where a script reading stdout will not take it as a command
-        err.write_safe(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(err, ns.color)))
+        err.write_safe(render_text(res, explain=explain, only=only, style=Style.for_stream(err, ns.color),
+                                   verbose=ns.verbose))
     else:
         # render_text escapes what it quotes itself: escaping here would break its colour codes
-        out.write_safe(render_text(res, explain=bool(ns.explain), only=only, style=Style.for_stream(out, ns.color)))
+        out.write_safe(render_text(res, explain=explain, only=only, style=Style.for_stream(out, ns.color),
+                                   verbose=ns.verbose))
     return EXIT_CONFLICT if res.conflicts else EXIT_OK
 
 
@@ -272,8 +282,46 @@ def request_kwargs(engine: Engine, ns) -> dict[str, Any]:
 
 
 def _single(engine: Engine, ns, out: Output, err: Output) -> int:
-    res = resolve_request(engine, **request_kwargs(engine, ns), fixes=not ns.no_fixes)
+    kwargs = request_kwargs(engine, ns)
+    res = resolve_request(engine, **kwargs, fixes=not ns.no_fixes)
+    if ns.why_not:
+        return _why_not(engine, res, kwargs, ns, out)
     return _emit(res, ns, out, err)
+
+
+def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> int:
+    """``--why-not OPTION=VALUE``: resolve again with VALUE typed, and say what stands against it: the conflicts
+    it raises, else the defaults that did not pick it (resolver/why_not.py).  The exit status is the request's own."""
+    from .explain import _conflicts
+    from .resolution import show_value
+    from .why_not import describe, why_not
+
+    name, sep, value = ns.why_not.partition("=")
+    options = engine.pack.options
+    if not sep or name not in options or options[name].env or options[name].no_cli:
+        raise InputError(f"--why-not expects OPTION=VALUE with an option the rules check, got '{ns.why_not}'."
+                         f"{_suggest(name, [n for n, o in options.items() if not o.env and not o.no_cli])}")
+    flag = options[name].flag
+    trial = resolve_request(engine, **{**kwargs, "args": {**kwargs["args"], name: value},
+                                       "flags": {**kwargs["flags"], name: flag}}, fixes=not ns.no_fixes)
+    style = Style.for_stream(out, ns.color)
+    typed = trial.request.args.get(name, value)
+    now = res.values.get(name)
+    lines = style.wrap(f"why not {name} = {show_value(typed)}? (the request gives {name} = {show_value(now)}"
+                       f"{'' if res.ok else ', with conflicts'})", "", "  ")
+    changed = [a for a in trial.derivations[name].adjustments if not a.normalize]
+    as_typed = flag if typed is True else f"{flag} {value}"
+    if trial.conflicts:
+        lines += [f"with {as_typed} typed, the request raises:", ""] + _conflicts(trial, style)
+    elif changed:
+        lines += style.wrap(f"with {as_typed} typed, the request resolves, but {changed[-1].rule.id} changes it to "
+                            f"{show_value(trial.values[name])}: {changed[-1].message}", "", "  ")
+    else:
+        lines += style.wrap(f"with {as_typed} typed, the request resolves; it is not picked because:", "", "  ")
+        loser = next((w for w in why_not(res, name, values=[typed]) if w.value == typed), None)
+        lines += style.wrap(describe(loser) if loser is not None else "you typed it", "  - ", "    ")
+    out.write_safe("\n".join(lines) + "\n")
+    return EXIT_CONFLICT if res.conflicts else EXIT_OK
 
 
 def _batch(engine: Engine, ns, out: Output, err: Output) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
-from typing import Any
+from typing import Any, ClassVar
 
 from .provenance import fact_name, kernel_fact, kernel_why_fact
 from .resolution import FactUse, show_value
@@ -24,21 +24,24 @@ class Style:
 
     The defaults draw plain, unwrapped text, which is what golden files, logs and pipes get."""
 
-    _CODES = {"bad": "1;31", "good": "32", "rule": "2", "name": "1", "warn": "33", "head": "1"}
+    _CODES: ClassVar[dict[str, str]] = {"bad": "1;31", "good": "32", "rule": "2", "name": "1", "warn": "33", "head": "1"}
 
     def __init__(self, colour: bool = False, width: int | None = None):
         self.colour = colour
         self.width = width if width and width >= 40 else None
 
     @classmethod
-    def for_stream(cls, stream, mode: str = "auto") -> "Style":
+    def for_stream(cls, stream, mode: str = "auto") -> Style:
         tty = hasattr(stream, "isatty") and stream.isatty()
         colour = mode == "always" or (mode == "auto" and tty and not os.environ.get("NO_COLOR")
                                       and os.environ.get("TERM") != "dumb")
         columns = os.environ.get("COLUMNS", "")
-        width = None  # a pipe or a file is never wrapped: logs and golden files stay stable
-        if tty:
-            width = int(columns) if columns.isdigit() else shutil.get_terminal_size().columns
+        # an explicit COLUMNS wraps to that width on a terminal and in a pipe alike (shells set it without
+        # exporting it, so a pipe sees it only when asked: COLUMNS=100 resolve ... | less); without it a pipe
+        # or a file is never wrapped, so logs and golden files stay stable
+        width = int(columns) if columns.isdigit() else None
+        if tty and width is None:
+            width = shutil.get_terminal_size().columns
         return cls(colour, width)
 
     def __call__(self, text: str, kind: str) -> str:
@@ -81,31 +84,64 @@ class _Tree:
         return out
 
     def _node(self, f: FactUse, indent, branch, cont, width, where) -> list[str]:
+        plain = f"{indent}{branch}{f'{f.name:<{width}}'} = {f'{show_value(f.value):<16}'} "
         head = f"{indent}{branch}{self.style(f'{f.name:<{width}}', 'name')} = {_e(f'{show_value(f.value):<16}')} "
+        # a long origin wraps under the fact, behind the tree's own branch lines
+        under = indent + cont + "   "
         d = self.res.outcome.derivations.get(f.name) if f.source in ("derived", "computed") else None
         if d is None:
-            return [head + _e(_origin(f))]
+            return self._wrapped(head, plain, _origin(f), under)
         if f.name in self.drawn:
-            return [head + _e(f"derived: {self.drawn[f.name]}")]
+            return self._wrapped(head, plain, f"derived: {self.drawn[f.name]}", under)
         self.drawn[f.name] = f"see {where}"
-        line = head + f"{'computed' if d.source == 'computed' else 'derived'} by {self.style(str(d.rule), 'rule')}"
+        said = f"{'computed' if d.source == 'computed' else 'derived'} by {d.rule}"
         if not d.facts:
-            return [line + " (none of its branches matched)"]
-        return [line] + self.lines(d.facts, indent + cont, where)
+            return self._wrapped(head, plain, said + " (none of its branches matched)", under)
+        kind, _, rule = said.partition(" by ")
+        if self.style.width is None or len(plain) + len(said) <= self.style.width:
+            line = head + f"{kind} by {self.style(rule, 'rule')}"
+            return [line] + self.lines(d.facts, indent + cont, where)
+        return self._wrapped(head, plain, said, indent + cont + "│  ") + self.lines(d.facts, indent + cont, where)
+
+    def _wrapped(self, head: str, plain: str, text: str, under: str) -> list[str]:
+        """``head`` and ``text``, continued behind ``under`` when the line is wider than the style's width."""
+        width = self.style.width
+        if width is None or len(plain) + len(text) <= width:
+            return [head + _e(text)]
+        room = width - len(plain)
+        first = textwrap.wrap(_e(text), room, break_on_hyphens=False, break_long_words=False) if room >= 20 else []
+        if first and len(first[0]) > room:
+            first = []
+        # what does not fit behind the fact continues under it (all of it, when too little room is left)
+        out = [head + first[0] if first else head.rstrip()]
+        rest = _e(text)[len(first[0]):].strip() if first else _e(text)
+        for piece in textwrap.wrap(rest, max(width - len(under) - 2, 20), break_on_hyphens=False):
+            out.append(f"{under}  {piece}")
+        return out
 
 
-def render_text(res, explain: bool = False, only: str | None = None, style: Style = PLAIN) -> str:
+def render_text(res, explain: bool = False, only: str | None = None, style: Style = PLAIN,
+                verbose: bool = False) -> str:
+    """The text report.  Without ``explain``: the values (or the conflicts: message, root cause, the allowed
+    line, fixes).  ``explain`` adds, per value not at its declared default, its decider, the facts it read
+    (one level) and, for kernel options, the values that lost; the conflicts' rules, evidence and fact trees.
+    ``only`` (--explain OPTION) or ``verbose`` draw the whole derivation: the fact tree down to the inputs,
+    the kernel evidence, and every value that lost with what removed it."""
     pack = res.engine.pack
     lines: list[str] = []
     req = res.request
+    full = verbose or only is not None
     model = req.model.get("model.architecture", (None, ""))[0]
-    lines.append(_e(f"platform: {req.platform.name} ({req.platform_source})"))
+    lines += style.wrap(f"platform: {req.platform.name} ({req.platform_source})", "", "          ")
     given = req.model.get("model.from_arch_only")
     source = given[1].where if given else ""
     lines += style.wrap(f"model:    {model or '(none given)'}" + (f" (from {source})" if model and source else ""), "", "          ")
     if res.conflicts:
         lines.append("")
-        lines += _conflicts(res, style)
+        lines += _conflicts(res, style, explain or verbose)
+    elif explain and not full:
+        lines.append("")
+        lines += _brief_why(res, style)
     else:
         shown = [only] if only else [n for n in sorted(pack.options) if res.derivations[n].source != "fallback"]
         names = [n for n in shown if not pack.options[n].env]
@@ -115,20 +151,20 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         width = max([len(n) for n in names] + [1])
         for name in names:
             d = res.derivations[name]
-            lines.append(f"  {_e(f'{name:<{width}}')} = {style(f'{show_value(d.value):<16}', 'good')} "
-                         f"({_e(_source_label(d))})")
+            lines += _row(style, name, width, show_value(d.value), _source_label(d))
         rest = sum(not o.env for o in pack.options.values()) - len(names)
         if not only and rest:
-            lines.append(f"  ({rest} other options keep their declared defaults; --format json lists every value)")
+            lines += style.wrap(f"({rest} other options keep their declared defaults; --format json lists every value)",
+                                "  ", "   ")
         variables = [n for n in shown if pack.options[n].env and res.derivations[n].value is not None]
         if variables:
             lines.append("")
-            lines.append(style("environment SGLang sets (--format env prints it for a shell):", "head"))
+            lines += [style(line, "head") for line in
+                      style.wrap("environment SGLang sets (--format env prints it for a shell):", "", "  ")]
             width = max(len(n) for n in variables)
             for name in variables:
                 d = res.derivations[name]
-                lines.append(f"  {_e(f'{name:<{width}}')} = {style(f'{res.env[name]:<16}', 'good')} "
-                             f"({_e(_source_label(d))})")
+                lines += _row(style, name, width, res.env[name], _source_label(d))
     if res.unchecked:
         lines.append("")
         typed = " ".join(_flag_and_value(res, n) for n in res.unchecked)
@@ -138,7 +174,7 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         lines.append(style("warnings:", "warn"))
         for w in res.warnings:
             lines += style.wrap(w.message, "  - ", "    ")
-    if explain and not res.conflicts:
+    if explain and full and not res.conflicts:
         lines.append("")
         lines.append(style("why:", "head"))
         # the launch options first, then the environment they lead to
@@ -146,8 +182,79 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
                                      if res.derivations[n].source != "fallback"]
         tree = _Tree(res, style)
         for name in names:
-            lines += _derivation(res, name, tree, style)
+            lines += _derivation(res, name, tree, style, rerun=only is not None)
     return "\n".join(lines) + "\n"
+
+
+def _row(style: Style, name: str, width: int, value: str, label: str) -> list[str]:
+    """One row of the resolved configuration: name, value, who decided it (under the row when it would not fit)."""
+    head = f"  {_e(f'{name:<{width}}')} = {style(f'{value:<16}', 'good')} "
+    plain = len(f"  {_e(f'{name:<{width}}')} = {_e(f'{value:<16}')} ")
+    if style.width is None or plain + len(label) + 2 <= style.width:
+        return [head + f"({_e(label)})"]
+    return [head.rstrip(), *style.wrap(f"({label})", "      ", "       ")]
+
+
+def _brief_why(res, style: Style) -> list[str]:
+    """The short --explain: each value not at its declared default with its decider, the facts its rule read
+    (one level) and, for an option with a kernel role, the values that lost with what removed each."""
+    pack = res.engine.pack
+    names = [n for n in sorted(pack.options, key=lambda n: (pack.options[n].env, n))
+             if res.derivations[n].source != "fallback" and (not pack.options[n].env or n in res.env)]
+    out = [style(line, "head") for line in style.wrap("why (each value not at its declared default; --explain OPTION "
+                                                     "shows one in full, --verbose all):", "", "  ")]
+    for name in names:
+        d = res.derivations[name]
+        shown = res.env[name] if pack.options[name].env else show_value(d.value)
+        # wrapped plain, then the name and value coloured (escaped alike, so the lengths agree)
+        lines = style.wrap(f"{name} = {shown}, by {_decider(res, d)}", "  ", "      ")
+        plain = f"  {_e(name)} = {_e(shown)}"
+        if lines[0].startswith(plain):
+            lines[0] = f"  {style(name, 'name')} = {style(shown, 'good')}{lines[0][len(plain):]}"
+        out += lines
+        if d.facts:
+            out += style.wrap("from: " + ", ".join(f"{f.name} = {show_value(f.value)}" for f in d.facts), "    ", "      ")
+        for a in d.adjustments:
+            kind = "normalised" if a.normalize else "adjusted"
+            out += style.wrap(f"{kind} {show_value(a.old)} -> {show_value(a.new)} by {a.rule.id}", "    ", "      ")
+        kernel = res.outcome.facts.get(kernel_fact(name))
+        if kernel is not None and d.value is not None:
+            out += style.wrap(f"kernel on {res.request.platform.name}: {kernel.value} ({origin_text(kernel.origin)})",
+                              "    ", "      ")
+        if pack.options[name].kernel_role and d.source != "user":
+            from .why_not import why_not
+
+            lost = [w for w in why_not(res, name) if any(r.kind in _FIRED for r in w.reasons)]
+            said = "; ".join(f"{show_value(w.value)} ({_fired_reasons(w)})" for w in lost)
+            out += style.wrap(f"lost: {said or 'no other default proposed a value'} (why not others: "
+                              f"--explain {name})", "    ", "      ")
+    rest = sum(not o.env for o in pack.options.values()) - sum(not pack.options[n].env for n in names)
+    if rest:
+        out += style.wrap(f"({rest} other options keep their declared defaults; --format json lists every value)",
+                          "  ", "   ")
+    return out
+
+
+#: why a default that fired lost, in a few words
+_FIRED = {"shadowed": "lower priority", "skipped": "its kernel cannot run here"}
+
+
+def _fired_reasons(loser) -> str:
+    by_kind: dict[str, list[str]] = {}
+    for r in loser.reasons:
+        if r.kind in _FIRED:
+            by_kind.setdefault(_FIRED[r.kind], []).append(str(r.rule))
+    return "; ".join(f"{kind}: {', '.join(rules)}" for kind, rules in by_kind.items())
+
+
+def _decider(res, d) -> str:
+    """Who decided a value, in a few words: the user's flag, or the rule with its file:line."""
+    if d.source == "user":
+        return f"you ({res.request.flags.get(d.name, res.engine.pack.options[d.name].flag)})"
+    if d.rule is None:
+        return d.source
+    kind = {"default": "default rule", "adjustment": "adjustment"}.get(d.source, d.source)
+    return f"{kind} {d.rule}"
 
 
 def _flag_and_value(res, name: str) -> str:
@@ -167,13 +274,15 @@ def _source_label(d) -> str:
     return f"{d.source}: {d.rule.id}"
 
 
-def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
+def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) -> list[str]:
     d = res.derivations[name]
     out = [f"  {style(name, 'name')} = {style(show_value(d.value), 'good')}"]
     if d.source == "user":
-        out.append(_e(f"    set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})"))
+        out += style.wrap(f"set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})",
+                          "    ", "      ")
     elif d.rule is not None:
-        out.append(f"    decided by: {_e(d.source)} rule {style(str(d.rule), 'rule')}")
+        said = style.wrap(f"decided by: {d.source} rule {d.rule}", "    ", "      ")
+        out += [line.replace(_e(str(d.rule)), style(str(d.rule), "rule")) for line in said]
         out += style.wrap(d.doc, "      ", "      ")
     if d.facts:
         out.append("    because:")
@@ -190,6 +299,15 @@ def _derivation(res, name: str, tree: _Tree, style: Style) -> list[str]:
         for c in d.candidates:
             out += style.wrap(f"{show_value(c.value)} from {c.rule} priority {c.priority}: {c.outcome} ({c.why})",
                               "      - ", "        ")
+    option = res.engine.pack.options[name]
+    if d.source != "user" and (rerun or option.kernel_role):
+        from .why_not import describe, why_not
+
+        losers = why_not(res, name, rerun=rerun)
+        if losers:
+            out += style.wrap(f"why not{' (each value typed instead, re-resolved)' if rerun else ''}:", "    ", "      ")
+            for w in losers:
+                out += style.wrap(describe(w), "      - ", "        ")
     return out
 
 
@@ -221,25 +339,96 @@ def _root_cause(res, c) -> str:
     return "the target itself: " + ", ".join(f"{f.name} = {show_value(f.value)}" for f in given[:3])
 
 
-def _conflicts(res, style: Style) -> list[str]:
-    out = [style(f"{len(res.conflicts)} conflict{'s' if len(res.conflicts) != 1 else ''}:", "bad")]
+#: fact sources that the target or the user's own flags bring (not a value some rule picked)
+_GIVEN = ("platform", "model", "kernel", "user", "input", "installed", "request")
+
+
+def _target_rooted(c) -> bool:
+    """Whether a conflict reads only what the platform, the model, the kernels or the user's flags bring
+    (nvfp4 requires Blackwell), not an option some rule picked (a backend default): such a root cause first."""
+    return all(f.source in _GIVEN or (f.source in ("derived", "computed")
+                                      and fact_name(f.name).family in ("platform", "model"))
+               for f in c.facts)
+
+
+def _typed(res, c) -> frozenset[str]:
+    """The options the user typed that a conflict reads."""
+    options = res.engine.pack.options
+    names = (fact_name(f.name).option if fact_name(f.name).typed_by_user else f.name for f in c.facts
+             if f.source == "user")
+    return frozenset(n for n in names if n in options)
+
+
+def _fix_key(f) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in f.set.items())), tuple(sorted(f.unset))
+
+
+def conflict_order(res) -> list[tuple[Any, int | None]]:
+    """The conflicts in the order they are shown, each with the index (in that order) of the conflict it
+    follows from, or None.
+
+    Order: conflicts that read only what the target and the user's flags bring first (the platform or
+    model root cause), then the rest; each group in the resolution's order.
+
+    "B follows from A" (B is folded under A) is data: A has fixes, B's fixes are among A's (as changes:
+    ``set`` and ``unset``), and the options the user typed that B reads are among those A reads.  Folding B
+    then hides no fix and no flag.  When both ways hold (the same fixes and flags), the earlier leads.  A
+    conflict with no fix of its own (its rule reads only values the resolver picked) follows from the first
+    conflict whose fixes there are.  Chains end at a conflict that follows from none."""
+    ordered = [c for _, c in sorted(enumerate(res.conflicts), key=lambda ic: (not _target_rooted(ic[1]), ic[0]))]
+    fixes = [frozenset(map(_fix_key, c.fixes)) for c in ordered]
+    typed = [_typed(res, c) for c in ordered]
+
+    def under(j: int, i: int) -> bool:
+        if i == j or not fixes[i] or not (fixes[j] <= fixes[i] and typed[j] <= typed[i]):
+            return False
+        return not (fixes[j] == fixes[i] and typed[j] == typed[i]) or i < j
+
+    parent: list[int | None] = [next((i for i in range(len(ordered)) if under(j, i)), None) for j in range(len(ordered))]
+    roots: list[int | None] = []
+    for j in range(len(ordered)):
+        i, seen = parent[j], {j}
+        while i is not None and parent[i] is not None and i not in seen:
+            seen.add(i)
+            i = parent[i]
+        roots.append(i)
+    return list(zip(ordered, roots))
+
+
+def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
+    ordered = conflict_order(res)
+    folded = sum(1 for _, p in ordered if p is not None)
+    count = f"{len(ordered)} conflict{'s' if len(ordered) != 1 else ''}"
+    if folded and not explain:
+        count += f" ({folded} folded under the one it follows from; --explain shows each in full)"
+    out = [style(line, "bad") for line in style.wrap(count + ":", "", "  ")]
     tree = _Tree(res, style)
-    for i, c in enumerate(res.conflicts, 1):
+    for i, (c, parent) in enumerate(ordered, 1):
+        if parent is not None and not explain:
+            continue
         out.append("")
         lines = style.wrap(c.message, f"[{i}] ", "    ")  # wrapped plain, then coloured: codes take no width
         out += [style(f"[{i}] ", "bad") + lines[0][len(f"[{i}] "):], *lines[1:]]
         out += style.wrap(_root_cause(res, c), "    root cause: ", "      ")
-        out.append(f"    rule: {style(str(c.rule), 'rule')}")
+        if parent is not None:
+            out += style.wrap(f"follows from [{parent + 1}]: its fixes and the flags it reads are among [{parent + 1}]'s",
+                              "    ", "      ")
+        if explain:
+            out += [line.replace(_e(str(c.rule)), style(str(c.rule), "rule"))
+                    for line in style.wrap(f"rule: {c.rule}", "    ", "      ")]
         if c.allowed is not None:
             # the option the rule restricts (a --strict refusal: the option its adjustment changes), which is
             # not always the first option involved (trtllm_mla's KV dtypes restrict kv_cache_dtype)
             restricted = getattr(res.engine.pack.rule(c.rule.id), "option", None) or (c.options[0] if c.options else "")
-            out.append(_e(f"    allowed {restricted}: "
-                          f"{', '.join(map(show_value, c.allowed)) or 'none on this platform'}"))
-        if c.evidence:
-            out += style.wrap(c.evidence, "    evidence: ", "      ")
-        out.append("    caused by:")
-        out += tree.lines(c.facts, "      ", f"[{i}]")
+            out += style.wrap(f"allowed {restricted}: {', '.join(map(show_value, c.allowed)) or 'none on this platform'}",
+                              "    ", "      ")
+        if explain:
+            if c.evidence:
+                out += style.wrap(c.evidence, "    evidence: ", "      ")
+            for name, text in c.details:
+                out += style.wrap(text, f"    {name}: ", "      ")
+            out.append("    caused by:")
+            out += tree.lines(c.facts, "      ", f"[{i}]")
         if c.fixes:
             out.append("    to fix, any one of:")
             for j, f in enumerate(c.fixes, 1):
@@ -247,19 +436,29 @@ def _conflicts(res, style: Style) -> list[str]:
                 typed = " ".join(f.argv)
                 removed = " ".join(res.engine.pack.options[n].flag for n in f.unset)
                 how = "; ".join(x for x in (f"add {typed}" if typed else "", f"remove {removed}" if removed else "") if x)
-                out.append(f"         {style(how, 'good')}")
-        else:
-            fixed = [j for j, other in enumerate(res.conflicts, 1) if other.fixes]
+                # wrapped plain, then coloured (escaping is idempotent: a wrapped line has no control left)
+                out += [f"{line[:9]}{style(line[9:], 'good')}" for line in style.wrap(how, " " * 9, " " * 11)]
+                also = getattr(f, "also", None)  # the other options a fix changes (resolver/fixes.py), when given
+                if also:
+                    out += style.wrap(f"also changes: {', '.join(map(str, also))}", "         ", "           ")
+        elif parent is None:
+            fixed = [j for j, (other, _) in enumerate(ordered, 1) if other.fixes]
             if fixed:
-                out.append(f"    no change aimed at this conflict alone resolves the request; see the fixes of [{fixed[0]}]")
+                out += style.wrap(f"no change aimed at this conflict alone resolves the request; see the fixes of "
+                                  f"[{fixed[0]}]", "    ", "      ")
             else:
                 remedy = getattr(res.engine.pack.rule(c.rule.id), "remedy", None)
                 if remedy:
-                    out.append("    no change of launch options resolves this; what would:")
+                    out += style.wrap("no change of launch options resolves this; what would:", "    ", "      ")
                     out += style.wrap(remedy, "      ", "      ")
                 else:
-                    out.append("    no single or double change to the options resolves this; see the rule's doc:")
+                    out += style.wrap("no single or double change to the options resolves this; see the rule's doc:",
+                                      "    ", "      ")
                     out += style.wrap(c.doc, "      ", "      ")
+        if not explain:
+            for k, (other, p) in enumerate(ordered, 1):
+                if p == i - 1:
+                    out += style.wrap(f"[{k}] {other.message}", "    also: ", "      ")
     if res.resolves_on:
         out.append("")
         out += style.wrap(f"the same launch resolves on: {', '.join(res.resolves_on)}", "", "  ")
@@ -269,38 +468,73 @@ def _conflicts(res, style: Style) -> list[str]:
     return out
 
 
-def to_json_dict(res) -> dict[str, Any]:
+def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON object.  Compact by default: the values, the environment, the conflicts (with the facts each
+    rule read, its allowed set and its fixes), the warnings, what was not checked, a summary of the kernel
+    verdicts and, for each option not at its declared default, who decided it.  ``explain`` adds the model
+    facts' origins, every option's full derivation (facts read, candidates, adjustments, and for a kernel
+    option the values that lost), the input and derived facts, the conflicts' docs and evidence.  ``why_not``:
+    options whose derivation also lists every value that lost, each re-resolved (``--explain OPTION``)."""
     from .launch_line import typed_after_fix
     from .verdicts import kernel_verdicts
 
     req = res.request
-    model = {f.name.split(".", 1)[1]: f.value for n, f in res.outcome.facts.items() if n.startswith("model.")}
-    model["origins"] = {f.name: origin_text(f.origin) for n, f in res.outcome.facts.items() if n.startswith("model.")}
+    facts = res.outcome.facts
+    model = {f.name.split(".", 1)[1]: f.value for n, f in facts.items() if n.startswith("model.")}
     source = "detected" if req.platform_how == "detected" else "flag"
     platform = {"name": req.platform.name, "source": source, "given_as": req.platform_source,
                 "vendor": req.platform.vendor, "capability": req.platform.capability}
-    return {
-        "status": res.status,
-        "platform": platform,
-        "model": model,
-        "values": dict(res.values),
-        "env": dict(sorted(res.env.items())),
-        "derivations": {n: d.to_dict() for n, d in res.derivations.items()},
-        "facts": {n: f.to_dict() for n, f in sorted(res.outcome.facts.items()) if n.startswith(("model.", "platform."))
-                  or n in res.engine.pack.facts},
+    ordered = conflict_order(res)
+    conflicts = []
+    for c, parent in ordered:
+        entry = {**c.to_dict(), "root_cause": _root_cause(res, c), "follows_from": parent,
+                 "remedy": getattr(res.engine.pack.rule(c.rule.id), "remedy", None),
+                 # each fix also as the whole command line to type, not only the change
+                 "fixes": [{**f.to_dict(), "full_argv": list(typed_after_fix(res, f))} for f in c.fixes]}
+        if not explain:
+            for key in ("doc", "evidence", "details"):
+                entry.pop(key, None)
+        conflicts.append(entry)
+    kernels = kernel_verdicts(res)
+    out: dict[str, Any] = {"status": res.status, "platform": platform, "model": model, "values": dict(res.values),
+                           "env": dict(sorted(res.env.items()))}
+    if explain:
+        model["origins"] = {f.name: origin_text(f.origin) for n, f in facts.items() if n.startswith("model.")}
+        out["derivations"] = {n: _full_derivation(res, n, d, n in why_not) for n, d in res.derivations.items()}
+        out["facts"] = {n: f.to_dict() for n, f in sorted(facts.items()) if n.startswith(("model.", "platform."))
+                        or n in res.engine.pack.facts}
         # what a derived fact read, by name: the inner nodes of the text's trees
-        "derived_facts": {n: res.outcome.derivations[n].to_dict()
-                          for n in sorted({*res.engine.pack.facts, *res.engine.pack.computes})
-                          if n in res.outcome.derivations},
-        "conflicts": [{**c.to_dict(), "root_cause": _root_cause(res, c),
-                       "remedy": getattr(res.engine.pack.rule(c.rule.id), "remedy", None),
-                       # each fix also as the whole command line to type, not only the change
-                       "fixes": [{**f.to_dict(), "full_argv": list(typed_after_fix(res, f))} for f in c.fixes]}
-                      for c in res.conflicts],
-        "kernels": kernel_verdicts(res),
+        out["derived_facts"] = {n: res.outcome.derivations[n].to_dict()
+                                for n in sorted({*res.engine.pack.facts, *res.engine.pack.computes})
+                                if n in res.outcome.derivations}
+    else:
+        out["derivations"] = {n: _compact_derivation(d) for n, d in res.derivations.items()
+                              if d.source != "fallback" or any(c.outcome == "skipped" for c in d.candidates)}
+        kernels = {n: {k: v for k, v in verdict.items() if k != "why"} for n, verdict in kernels.items()}
+    out.update({
+        "conflicts": conflicts,
+        "kernels": kernels,
         # when no change of options resolves the conflicts: the platforms where the same launch resolves
         "resolves_on": list(res.resolves_on) if res.resolves_on is not None else None,
         "unchecked": list(res.unchecked),
         "warnings": [w.to_dict() for w in res.warnings],
-    }
+    })
+    return out
 
+
+def _compact_derivation(d) -> dict[str, Any]:
+    """Who decided a value (the contract's keys): the rule, the facts it read (name, value and source; their
+    origins are in the full form) and the candidates that lost (with the defaults skipped because their kernel
+    cannot run on the target, where the resolver departs from SGLang's pick: docs/divergences.md)."""
+    return {"value": d.value, "source": d.source, "rule": d.rule.to_dict() if d.rule else None,
+            "facts": [{"name": f.name, "value": f.value, "source": f.source} for f in d.facts],
+            "candidates": [c.to_dict() for c in d.candidates]}
+
+
+def _full_derivation(res, name: str, d, asked: bool) -> dict[str, Any]:
+    out = d.to_dict()
+    if asked and d.source != "user":
+        from .why_not import why_not
+
+        out["why_not"] = [w.to_dict() for w in why_not(res, name, rerun=True)]
+    return out

@@ -34,7 +34,7 @@ from .loader import REQUIRE_KNOWN_KERNELS, kernel_option
 from .model import MODEL_FACTS
 from .notices import Notice
 from .platforms import Platform
-from .provenance import Origin, kernel_fact, kernel_why_fact, typed_fact, user_fact
+from .provenance import Origin, fact_name, kernel_fact, kernel_why_fact, typed_fact, user_fact
 from .rules import (
     KERNEL_CONTEXT,
     ROLE_CONTEXT,
@@ -172,12 +172,15 @@ class ConflictReport:
     allowed: tuple[Any, ...] | None
     evidence: str | None
     fixes: tuple[Fix, ...] = ()
+    #: the evidence the rule's message would quote, kept out of ``message`` (the headline): each kernel
+    #: verdict's ``kernel.<option>_why`` the template names, as (fact name, full text); shown under --explain
+    details: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule.to_dict(), "doc": self.doc, "message": self.message, "options": list(self.options),
                 "facts": [f.to_dict() for f in self.facts],
                 "allowed": list(self.allowed) if self.allowed is not None else None,
-                "evidence": self.evidence, "fixes": [f.to_dict() for f in self.fixes]}
+                "evidence": self.evidence, "details": dict(self.details), "fixes": [f.to_dict() for f in self.fixes]}
 
 
 @dataclass(frozen=True)
@@ -388,9 +391,19 @@ def conflict_report(rule: Conflict, read: dict, facts, values, pack, allowed) ->
     used = tuple(facts[n] for n in _ordered(names))
     options = tuple(n for n in _ordered(names) if n in pack.options)
     extra = {"option": rule.option or "", "allowed": repr(sorted(allowed, key=str)) if allowed is not None else ""}
+    # a kernel verdict's evidence (kernel.<option>_why, hundreds of characters) stays out of the headline: the
+    # message names the adapter behind it, and the full text goes to ``details`` (shown under --explain)
+    details = tuple((n, str(facts[n].value)) for n in _placeholders(rule.message)
+                    if n in facts and fact_name(n).family == "kernel_why")
+    extra.update({n: f"{origin_text(facts[n].origin)}, see --explain" for n, _ in details})
     message = render_message(rule.message, values, extra)
     return ConflictReport(rule.ref, rule.doc, message, options, used, tuple(allowed) if allowed is not None else None,
-                          rule.evidence)
+                          rule.evidence, details=details)
+
+
+def _placeholders(template: str) -> tuple[str, ...]:
+    """The fact names a message template quotes (``{kernel.attention_backend_why}``), in order."""
+    return tuple(dict.fromkeys(f for _, f, _, _ in _FORMATTER.parse(template) if f))
 
 
 def _ordered(names):
@@ -590,13 +603,13 @@ def _adjust_round(s: _Adjusting, batch: list, compiled, facts, values, request, 
     message = render_message(adj.message, msg_values, {"old": format_value(current), "new": format_value(new)})
     if d.source == "user" and not adj.normalize:
         flag = request.flags.get(d.name, compiled.pack.options[d.name].flag)
-        wanted = f"{_as_typed(flag, current)} would be changed to {format_value(new)}"
+        wanted = f"{_as_typed(flag, current)} would be changed to {show_value(new)}"
         if request.strict:
             # --strict: the typed value stays, and the change the rule wants is a conflict
             refused.append(ConflictReport(adj.ref, adj.doc, f"{wanted} ({message.rstrip('.')}); --strict refuses to change a "
                                           f"value you typed.", (d.name,), used, (new,), None))
             return s.start < len(steps)
-        warnings.append(Notice("adjusted", f"{_as_typed(flag, current)} was changed to {format_value(new)} "
+        warnings.append(Notice("adjusted", f"{_as_typed(flag, current)} was changed to {show_value(new)} "
                                            f"by {adj.ref}: {message}"))
     s.done.append(Adjustment(adj.ref, current, new, message, adj.normalize, used))
     s.current = new

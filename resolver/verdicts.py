@@ -50,9 +50,18 @@ def kernel_verdicts(resolution: Resolution) -> dict[str, dict[str, Any]]:
 def kernel_warnings(resolution: Resolution) -> tuple[Notice, ...]:
     """A ``kernel-unknown`` warning for each chosen backend whose kernel no adapter vouches for here."""
     platform = resolution.request.platform.name
-    options = resolution.engine.pack.options
     return tuple(
         Notice(KERNEL_UNKNOWN,
-               f"{options[name].flag} {v['backend']}: whether this kernel runs on {platform} is unknown ({v['why']}); "
-               "it is neither refused nor preferred (--require-known-kernels refuses it)")
+               f"{_chosen(resolution, name, v['backend'])}: whether this kernel runs on {platform} is unknown "
+               f"({v['why']}); it is neither refused nor preferred (--require-known-kernels refuses it)")
         for name, v in kernel_verdicts(resolution).items() if v["status"] == "unknown")
+
+
+def _chosen(resolution: Resolution, name: str, backend: Any) -> str:
+    """A chosen backend as the warning names it: the flag as typed when the user typed it, else the option
+    and the rule that picked it (a flag the user never typed must not read as typed)."""
+    d = resolution.derivations[name]
+    if d.source == "user":
+        return f"{resolution.request.flags.get(name) or resolution.engine.pack.options[name].flag} {backend}"
+    by = f"{d.source} rule {d.rule.id}" if d.rule is not None and d.source != "fallback" else "its declared default"
+    return f"{name} {backend} (picked by {by})"

@@ -25,7 +25,7 @@ def origin_text(o: Origin) -> str:
             if o.field.startswith("--"):
                 return f"no {o.field} given"
             if o.where == "--model-arch":
-                return f"no config given (--model-arch), so no {o.field}"
+                return f"--model-arch alone gives no {o.field}"
             return f"{o.where or 'no draft config'} has no {o.field}" if o.field else (o.where or "no draft config")
         sep = ": " if o.kind == "draft" else " "
         return f"{o.where}{sep}{o.field}" if o.field else o.where

@@ -99,7 +99,7 @@ def test_deprecated_aliases_are_accepted_and_reported():
 
 
 def test_explicit_page_size_adjustment_is_a_warning():
-    code, out, _ = _cli(BASE + ["--page-size", "128", "--format", "json"])
+    code, out, _ = _cli(BASE + ["--page-size", "128", "--format", "json", "--explain"])
     doc = json.loads(out)
     assert code == 0 and doc["values"]["page_size"] == 64
     assert doc["derivations"]["page_size"]["source"] == "adjustment"
@@ -207,15 +207,17 @@ def test_text_wraps_to_columns_and_json_keeps_the_root_cause(monkeypatch):
         def isatty(self):
             return True
 
-    monkeypatch.setenv("COLUMNS", "72")
+    monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     piped = io.StringIO()
-    main(SEED_ARGV, piped, io.StringIO())
-    assert max(map(len, piped.getvalue().splitlines())) > 72  # a pipe is never wrapped
+    main(SEED_ARGV + ["--explain"], piped, io.StringIO())
+    assert max(map(len, piped.getvalue().splitlines())) > 72  # a pipe is not wrapped unless COLUMNS is set
+    monkeypatch.setenv("COLUMNS", "72")
+    for out in (Tty(), io.StringIO()):  # an explicit COLUMNS wraps a terminal and a pipe alike
+        assert main(SEED_ARGV + ["--explain"], out, io.StringIO()) == 1
+        assert max(map(len, out.getvalue().splitlines())) <= 72  # the fact trees too
     out = Tty()
     assert main(SEED_ARGV, out, io.StringIO()) == 1
-    message_lines = [line for line in out.getvalue().splitlines() if not line.lstrip().startswith(("├", "└", "│"))]
-    assert max(map(len, message_lines)) <= 72
     assert "root cause: you set --dsa-decode-backend tilelang, --enable-hisparse, --kv-cache-dtype" in \
         " ".join(out.getvalue().split())
     out = io.StringIO()
@@ -228,7 +230,7 @@ def test_a_shared_cause_is_drawn_once():
     from .conftest import SEED_ARGV
 
     out = io.StringIO()
-    main(SEED_ARGV, out, io.StringIO())
+    main(SEED_ARGV + ["--explain"], out, io.StringIO())
     text = out.getvalue()
     assert text.count("derived by fact.platform.is-cuda") == 1 and "platform.is_cuda   = true             derived: see [1]" in text
 
@@ -253,7 +255,8 @@ def test_a_fleet_check_explains_each_failure_and_counts_conflicts_by_rule(tmp_pa
 
 
 def test_gpus_per_node_is_a_platform_fact(capsys):
-    assert main(["--platform", "h100", "--model-arch", "LlamaForCausalLM", "--gpus-per-node", "4", "--format", "json"]) == 0
+    assert main(["--platform", "h100", "--model-arch", "LlamaForCausalLM", "--gpus-per-node", "4", "--format", "json",
+                 "--explain"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["facts"]["platform.gpus_per_node"]["value"] == 4
     assert main(["--platform", "h100", "--model-arch", "LlamaForCausalLM", "--gpus-per-node", "0"]) == 2

@@ -44,6 +44,19 @@ CASES = {
                                         os.path.join(ROOT, "tests", "fixtures", "deepseek-v3-config.json"), "--page-size", "16",
                                         "--explain"],
     "strict-page-size.txt": ["--platform", "h100", *DSV32, "--page-size", "128", "--strict"],
+    # issue 13's operator transcripts: the folded deterministic conflicts, the platform root cause first,
+    # the values dsa_decode_backend lost and why (why not fa3 / flashmla_sparse / tilelang ...)
+    "deterministic-dsv32-h100.txt": ["--platform", "h100", *DSV32, "--enable-deterministic-inference"],
+    "deterministic-dsv32-h100-explain.txt": ["--platform", "h100", *DSV32, "--enable-deterministic-inference",
+                                             "--explain"],
+    "nvfp4-h100.txt": ["--platform", "h100", "--model-arch", "LlamaForCausalLM", "--kv-cache-dtype", "nvfp4"],
+    "nvfp4-mi300x.txt": ["--platform", "mi300x", "--model-arch", "LlamaForCausalLM", "--kv-cache-dtype", "nvfp4"],
+    "h100-dsa-why-not-decode.txt": ["--platform", "h100", *DSV32, "--explain", "dsa_decode_backend"],
+    "h100-dsa-explain.txt": ["--platform", "h100", *DSV32, "--explain"],
+    "seed-conflict-explain.json": SEED_ARGV + ["--format", "json", "--explain"],
+    "llama-h100-verbose.txt": ["--platform", "h100", "--model-config",
+                               os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--explain", "--verbose"],
+    "a100-kernel-conflict.txt": ["--platform", "a100", *DSV32, "--dsa-decode-backend", "flashmla_kv"],
     "sink-conflicts.txt": ["--platform", "b200", "--model-config", os.path.join(ROOT, "tests", "fixtures", "hyv4-config.json"),
                            "--kv-cache-dtype", "fp8_e4m3", "--dsa-decode-backend", "trtllm"],
 }
@@ -55,6 +68,12 @@ def _run(argv):
     text = out.getvalue()
     return f"$ resolve {' '.join(a if a != ROOT and not a.startswith(ROOT) else a.replace(ROOT, '.') for a in argv)}\n" \
            f"exit {code}\n{text}{err.getvalue()}".replace(ROOT, ".")
+
+
+@pytest.fixture(autouse=True)
+def _unwrapped(monkeypatch):
+    # an explicit COLUMNS wraps even a pipe: the goldens are the unwrapped text
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -73,13 +92,20 @@ def test_json_keeps_what_the_text_shows():
     out = io.StringIO()
     main(SEED_ARGV + ["--format", "json"], out, io.StringIO())
     doc = json.loads(out.getvalue())
-    text = io.StringIO()
+    text, explained = io.StringIO(), io.StringIO()
     main(SEED_ARGV, text, io.StringIO())
+    main(SEED_ARGV + ["--explain"], explained, io.StringIO())
     for conflict in doc["conflicts"]:
-        assert conflict["message"] in text.getvalue()
-        assert f"{conflict['rule']['id']} ({conflict['rule']['file']}:{conflict['rule']['line']})" in text.getvalue()
-        for fix in conflict["fixes"]:
+        assert conflict["message"] in text.getvalue()  # folded or not, every conflict is reported
+        # the rule (with file:line) is behind --explain
+        rule = f"{conflict['rule']['id']} ({conflict['rule']['file']}:{conflict['rule']['line']})"
+        assert rule in explained.getvalue() and rule not in text.getvalue()
+        shown = doc["conflicts"][conflict["follows_from"]] if conflict["follows_from"] is not None else conflict
+        for fix in shown["fixes"]:
             assert fix["description"] in text.getvalue()
+        # a folded conflict's fixes are among those shown (the definition of "follows from")
+        changes = [(f["set"], sorted(f["unset"])) for f in shown["fixes"]]
+        assert all((f["set"], sorted(f["unset"])) in changes for f in conflict["fixes"])
         assert " ".join(conflict["root_cause"].split()) in " ".join(text.getvalue().split())
 
 
@@ -88,8 +114,8 @@ def test_json_keeps_the_trees_of_the_text():
     fact's own facts in derived_facts."""
     argv = ["--platform", "h100", "--model-config", os.path.join(ROOT, "tests", "fixtures", "llama-config.json")]
     doc_out, text_out = io.StringIO(), io.StringIO()
-    main(argv + ["--format", "json"], doc_out, io.StringIO())
-    main(argv + ["--explain"], text_out, io.StringIO())
+    main(argv + ["--format", "json", "--explain"], doc_out, io.StringIO())
+    main(argv + ["--explain", "--verbose"], text_out, io.StringIO())
     doc, text = json.loads(doc_out.getvalue()), text_out.getvalue()
     nodes = {line.split("─ ", 1)[1].split(" = ")[0].strip() for line in text.splitlines() if "─ " in line}
     known = {f["name"] for d in doc["derivations"].values() for f in d["facts"]}

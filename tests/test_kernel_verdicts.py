@@ -31,6 +31,26 @@ FLASHINFER_KERNELS = [
 ]
 
 
+def _said(conflict) -> str:
+    """A conflict's headline with the kernel evidence it keeps out of it (ConflictReport.details)."""
+    return " ".join([conflict.message, *(text for _, text in conflict.details)])
+
+
+def test_the_kernel_evidence_stays_out_of_the_headline():
+    c = _conflicts({"dsa_decode_backend": "flashmla_kv"}, "a100", GLM)["conflict.kernel.dsa-decode.cannot-run"]
+    assert "built-in; strong" not in c.message and "kernel adapter flashmla, see --explain" in c.message
+    assert dict(c.details)["kernel.dsa_decode_backend_why"].endswith("[adapter flashmla, built-in; strong]")
+
+
+def test_an_unknown_verdict_on_an_untyped_backend_names_the_rule_that_picked_it():
+    res = resolve({"kv_cache_dtype": "nvfp4"}, platform="sm120", model=LLAMA)
+    said = [w.message for w in kernel_warnings(res)]
+    assert said, "no kernel-unknown warning to check"
+    for message in said:
+        assert not message.startswith("--"), message  # never a flag the user did not type
+        assert "(picked by " in message.split(":", 1)[0]
+
+
 def _conflicts(args, platform, model, **kw):
     with pytest.raises(ConflictError) as info:
         resolve(args, platform=platform, model=model, **kw)
@@ -54,7 +74,7 @@ def _gated(args, platform, model):
 def test_other_device_backends_cannot_run_on_gpus(platform, backend, evidence, model):
     c = _conflicts({"attention_backend": backend}, platform, model)["conflict.kernel.attention.cannot-run"]
     assert c.message.startswith(f"The {backend} attention kernel cannot run on ")
-    assert evidence in c.message and f"[adapter {backend.replace('_', '-')}, built-in; strong]" in c.message
+    assert evidence in _said(c) and f"[adapter {backend.replace('_', '-')}, built-in; strong]" in _said(c)
 
 
 @pytest.mark.parametrize("option, rule", [
@@ -67,7 +87,7 @@ def test_other_device_backends_are_refused_per_phase_too(option, rule):
 
 def test_ascend_as_draft_backend_is_refused():
     args = {"speculative_algorithm": "EAGLE", "speculative_draft_attention_backend": "ascend"}
-    assert "torch_npu" in _conflicts(args, "h100", LLAMA)["conflict.kernel.draft-attention.cannot-run"].message
+    assert "torch_npu" in _said(_conflicts(args, "h100", LLAMA)["conflict.kernel.draft-attention.cannot-run"])
 
 
 def test_npu_and_mps_are_not_values_sglang_offers():
@@ -80,7 +100,7 @@ def test_npu_and_mps_are_not_values_sglang_offers():
 
 def test_wave_is_refused_on_cuda_and_unknown_on_rocm():
     c = _conflicts({"attention_backend": "wave"}, "h100", LLAMA)["conflict.kernel.attention.cannot-run"]
-    assert "AMDGPU only" in c.message and "medium" in c.message
+    assert "AMDGPU only" in _said(c) and "medium" in _said(c)
     res = resolve({"attention_backend": "wave"}, platform="mi300x", model=LLAMA)
     assert kernel_verdicts(res)["attention_backend"]["status"] == "unknown"
 
@@ -100,7 +120,7 @@ def test_flashinfer_absent_on_b200_never_picks_its_kernels(spelling):
     fp8 = resolve({"kv_cache_dtype": "fp8_e4m3"}, platform="b200", model=DSV32, installed=installed)
     assert (fp8.values["dsa_prefill_backend"], fp8.values["dsa_decode_backend"]) == ("flashmla_kv", "flashmla_kv")
     bf16 = _conflicts({"kv_cache_dtype": "bfloat16"}, "b200", DSV32, installed=installed)
-    assert "trtllm - package flashinfer-python is not installed" in bf16["conflict.kernel.dsa-decode.none-runs"].message
+    assert "trtllm - package flashinfer-python is not installed" in _said(bf16["conflict.kernel.dsa-decode.none-runs"])
 
 
 def test_flashinfer_absent_on_rtx5090_never_picks_flashinfer_sparse_mla():
@@ -108,7 +128,7 @@ def test_flashinfer_absent_on_rtx5090_never_picks_flashinfer_sparse_mla():
     assert resolve({}, platform="rtx5090", model=GLM).values["dsa_decode_backend"] == "flashinfer_sparse_mla"
     conflicts = _conflicts({}, "rtx5090", GLM, installed={"flashinfer": False})
     assert "flashinfer_sparse_mla - package flashinfer-python is not installed on the target (--installed " \
-        "flashinfer=no)" in conflicts["conflict.kernel.dsa-decode.none-runs"].message
+        "flashinfer=no)" in _said(conflicts["conflict.kernel.dsa-decode.none-runs"])
 
 
 @pytest.mark.parametrize("option, backend, model, platform, extra", FLASHINFER_KERNELS)
@@ -120,7 +140,7 @@ def test_flashinfer_kernels_typed_without_flashinfer_are_refused(option, backend
         refusal = [c for c in conflicts.values() if c.rule.id.endswith(".cannot-run") and option in c.options]
         assert refusal, sorted(conflicts)
         assert (f"package flashinfer-python is not installed on the target (--installed {spelling}=no) "
-                f"[adapter ") in refusal[0].message
+                f"[adapter ") in _said(refusal[0])
 
 
 def test_every_adapter_package_counts_not_only_flashinfer():
@@ -128,7 +148,7 @@ def test_every_adapter_package_counts_not_only_flashinfer():
     assert resolve(args, platform="h100", model=DSV32).ok
     for spelling in ("sgl-flash-mla", "flash_mla", "flashmla"):
         conflicts = _conflicts(args, "h100", DSV32, installed={spelling: False})
-        assert "package sgl-flash-mla is not installed" in conflicts["conflict.kernel.dsa-decode.cannot-run"].message
+        assert "package sgl-flash-mla is not installed" in _said(conflicts["conflict.kernel.dsa-decode.cannot-run"])
     # a backend with no claim on the platform (unknown) cannot run without its package either
     tile = {"dsa_prefill_backend": "tilelang", "dsa_decode_backend": "tilelang", "kv_cache_dtype": "bfloat16"}
     assert resolve(tile, platform="b200", model=DSV32).ok
@@ -180,7 +200,7 @@ def test_a_package_probed_absent_counts_under_check_installed(monkeypatch, reque
     assert resolve(tile, platform="b200", model=DSV32).ok  # a named target: this machine does not count
     with pytest.raises(ConflictError) as info:
         resolve(tile, platform="b200", model=DSV32, check_installed=True)
-    message = next(c.message for c in info.value.conflicts if c.rule.id == "conflict.kernel.dsa-decode.cannot-run")
+    message = next(_said(c) for c in info.value.conflicts if c.rule.id == "conflict.kernel.dsa-decode.cannot-run")
     assert "package tilelang is not installed on the target (probed on this machine" in message
 
 

@@ -12,6 +12,12 @@ from resolver.adapters import registry, reload_registry
 from resolver.adapters.base import AdapterError, Claim, KernelAdapter, validate
 from resolver.cli import main
 
+
+def _said(conflict) -> str:
+    """A conflict's headline with the kernel evidence it keeps out of it (ConflictReport.details)."""
+    return " ".join([conflict.message, *(text for _, text in conflict.details)])
+
+
 DSV32 = {"architectures": ["DeepseekV32ForCausalLM"], "index_topk": 2048, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
 GLM = {"architectures": ["GlmMoeDsaForCausalLM"], "index_topk": 2048, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
 GLM53 = {"architectures": ["Glm5NextForConditionalGeneration"], "index_topk": 2048, "kv_lora_rank": 512}
@@ -38,7 +44,7 @@ def _fixes_resolve(conflicts, args, platform, model):
 def test_r1_r2_dsa_on_sm12x_never_gets_trtllm_or_flashmla(platform, args):
     conflicts = _conflicts(args, platform, DSV32)
     assert "conflict.kernel.dsa-decode.none-runs" in conflicts
-    message = conflicts["conflict.kernel.dsa-decode.none-runs"].message
+    message = _said(conflicts["conflict.kernel.dsa-decode.none-runs"])
     assert message.startswith(f"No DSA decode kernel runs on {find(platform)} for this model")
     assert "trtllm" in message and "Unsupported architecture" in message  # the evidence is cited
     _fixes_resolve(conflicts, args, platform, DSV32)
@@ -55,7 +61,7 @@ def find(alias):
 def test_r1_explicit_trtllm_on_sm120_is_refused_with_evidence():
     conflicts = _conflicts({"dsa_decode_backend": "trtllm", "dsa_prefill_backend": "trtllm"}, "rtx5090", DSV32)
     c = conflicts["conflict.kernel.dsa-decode.cannot-run"]
-    assert "S9" in c.message and "B7" in c.message and "[adapter flashinfer-trtllm, built-in; strong]" in c.message
+    assert "S9" in _said(c) and "B7" in _said(c) and "[adapter flashinfer-trtllm, built-in; strong]" in _said(c)
 
 
 def test_glm_fp8_on_sm12x_stays_runnable():
@@ -95,14 +101,14 @@ def test_r8_deterministic_mla_on_sm8x_avoids_fa3():
 @pytest.mark.parametrize("platform", ["a100", "b200", "rtx5090", "mi300x"])
 def test_r9_flashmla_off_sm90_is_refused(platform):
     conflicts = _conflicts({"attention_backend": "flashmla"}, platform, DSV3)
-    message = conflicts["conflict.kernel.attention.cannot-run"].message
+    message = _said(conflicts["conflict.kernel.attention.cannot-run"])
     assert "Dense decode MLA is only supported on SM90a" in message or "CUDA only" in message
     assert resolve({"attention_backend": "flashmla"}, platform="h100", model=DSV3).ok
 
 
 def test_r12_flashmla_auto_as_decode_is_refused():
     conflicts = _conflicts({"dsa_decode_backend": "flashmla_auto"}, "h100", DSV32)
-    assert "Unsupported dsa_impl" in conflicts["conflict.kernel.dsa-decode.cannot-run"].message
+    assert "Unsupported dsa_impl" in _said(conflicts["conflict.kernel.dsa-decode.cannot-run"])
     assert resolve({"dsa_prefill_backend": "flashmla_auto"}, platform="h100", model=DSV32).ok
 
 
@@ -112,14 +118,14 @@ def test_r13_mxfp8_on_sm12x_is_refused_once():
     # with fa4 named, FA4's own adapter says it; the kv rule stays quiet (one cause, one conflict)
     conflicts = _conflicts({"kv_cache_dtype": "mxfp8", "attention_backend": "fa4"}, "rtx5090", LLAMA)
     assert set(conflicts) == {"conflict.kernel.attention.cannot-run"}
-    assert "R13" in conflicts["conflict.kernel.attention.cannot-run"].message
+    assert "R13" in _said(conflicts["conflict.kernel.attention.cannot-run"])
     assert resolve({"kv_cache_dtype": "mxfp8", "attention_backend": "fa4"}, platform="b200", model=LLAMA).ok
 
 
 def test_r14_fa3_fp8_on_sm8x_is_refused_by_the_kv_narrowed_claim():
     args = {"attention_backend": "fa3", "kv_cache_dtype": "fp8_e4m3"}
     c = _conflicts(args, "a100", LLAMA)["conflict.kernel.attention.cannot-run"]
-    assert "R14" in c.message and "(KV fp8_e4m3)" in c.message
+    assert "R14" in _said(c) and "(KV fp8_e4m3)" in _said(c)
     assert resolve({"attention_backend": "fa3", "kv_cache_dtype": "bfloat16"}, platform="a100", model=LLAMA).ok
     assert resolve({"attention_backend": "fa3", "kv_cache_dtype": "fp8_e4m3"}, platform="h100", model=LLAMA).ok
 
@@ -134,7 +140,7 @@ def test_r17_flashmla_e5m2():
     args = {"attention_backend": "flashmla", "kv_cache_dtype": "fp8_e5m2"}
     llama_like_mla = {"architectures": ["MiniCPM3ForCausalLM"], "kv_lora_rank": 256}
     c = _conflicts(args, "h100", llama_like_mla)["conflict.kernel.attention.cannot-run"]
-    assert "R17" in c.message and "medium" in c.message
+    assert "R17" in _said(c) and "medium" in _said(c)
 
 
 def test_r4_r7_r10_on_sm110_reached_through_its_capability():
@@ -145,7 +151,7 @@ def test_r4_r7_r10_on_sm110_reached_through_its_capability():
     # R4: DSA on SM110 gets trtllm / flashmla_sparse from SGLang; no kernel runs there
     conflicts = _conflicts({}, sm110, DSV32)
     assert {"conflict.kernel.dsa-prefill.none-runs", "conflict.kernel.dsa-decode.none-runs"} <= set(conflicts)
-    assert "R4" in conflicts["conflict.kernel.dsa-decode.none-runs"].message
+    assert "R4" in _said(conflicts["conflict.kernel.dsa-decode.none-runs"])
     # R7: deterministic inference picks fa3, which has no SM11x code: skipped, the next candidate taken
     res = resolve({"enable_deterministic_inference": True}, platform=sm110, model=LLAMA)
     assert res.values["attention_backend"] == "flashinfer"
@@ -153,7 +159,7 @@ def test_r4_r7_r10_on_sm110_reached_through_its_capability():
     # R10: trtllm_mla is let through by is_blackwell, and XQA MLA then refuses SM110
     mla = {"architectures": ["DeepseekV3ForCausalLM"], "kv_lora_rank": 512, "num_key_value_heads": 128}
     c = _conflicts({"attention_backend": "trtllm_mla"}, sm110, mla)["conflict.kernel.attention.cannot-run"]
-    assert "R10" in c.message and "XQA MLA requires SM120a" in c.message
+    assert "R10" in _said(c) and "XQA MLA requires SM120a" in _said(c)
     # not a named platform: the contract's names stay as they are
     err = io.StringIO()
     assert main(["--platform", "sm110", "--model-arch", "LlamaForCausalLM"], io.StringIO(), err) == 2
@@ -368,7 +374,7 @@ def test_the_page_sizes_an_adapter_declares_are_the_ones_the_rules_produce(optio
 ])
 def test_each_family_refuses_what_its_kernels_cannot_run(args, platform, model, rule, evidence):
     c = _conflicts(args, platform, model)[rule]
-    assert evidence in c.message and "[adapter " in c.message
+    assert evidence in _said(c) and "[adapter " in _said(c)
 
 
 def test_decode_only_refusal_is_reported_once_and_on_the_decode_option():

@@ -105,8 +105,9 @@ def _check_text(text: str, what: str) -> None:
 
 
 def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True,
-                 require_known_kernels: bool = False) -> dict[str, Any]:
-    """Resolve one batch line into its result object (never raises a ResolverError)."""
+                 require_known_kernels: bool = False, explain: bool = False) -> dict[str, Any]:
+    """Resolve one batch line into its result object (never raises a ResolverError): the compact JSON form,
+    or with ``explain`` the full one (every derivation, fact and origin), as ``resolve --format json``."""
     rid = None
     try:
         if len(line) > MAX_LINE_CHARS:  # json.loads would hold it all, and more, in memory
@@ -122,7 +123,7 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
             raise ResolverError("a request must be a JSON object")
         rid = req.get("id")
         res = resolve_request(engine, **request_kwargs(req, strict, require_known_kernels), fixes=fixes)
-        return {"id": rid, **to_json_dict(res)}
+        return {"id": rid, **to_json_dict(res, explain=explain)}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - an internal bug: keep its traceback, keep the batch going
@@ -130,16 +131,18 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
         return {"id": rid, "status": "error", "error": f"internal error: {exc!r}", "internal": True}
 
 
-def _setup(rules: str, strict: bool, fixes: bool, require_known_kernels: bool) -> tuple[Engine, bool, bool, bool]:
+def _setup(rules: str, strict: bool, fixes: bool, require_known_kernels: bool,
+           explain: bool) -> tuple[Engine, bool, bool, bool, bool]:
     """A worker's context (``--jobs`` > 1): the engine of the batch's rule directory and its settings."""
     from .api import get_engine
 
-    return get_engine(rules), strict, fixes, require_known_kernels
+    return get_engine(rules), strict, fixes, require_known_kernels, explain
 
 
-def _resolve_numbered(context: tuple[Engine, bool, bool, bool], item: tuple[int, str]) -> tuple[int, dict[str, Any]]:
-    engine, strict, fixes, require_known_kernels = context
-    return item[0], resolve_line(engine, item[1], strict, fixes, require_known_kernels)
+def _resolve_numbered(context: tuple[Engine, bool, bool, bool, bool],
+                      item: tuple[int, str]) -> tuple[int, dict[str, Any]]:
+    engine, strict, fixes, require_known_kernels, explain = context
+    return item[0], resolve_line(engine, item[1], strict, fixes, require_known_kernels, explain)
 
 
 def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output, explain: bool = False,
@@ -156,7 +159,7 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
     by_rule: dict[str, int] = {}
     worst = 0
     numbered = ((number, line) for number, line in enumerate(lines, 1) if line.strip())
-    settings = (strict, fixes, require_known_kernels)
+    settings = (strict, fixes, require_known_kernels, explain)
     with Progress("batch", unit=" lines", stream=err) as bar:
         if jobs > 1:
             results = run_ordered(_setup, (engine.pack.directory, *settings), _resolve_numbered, numbered, jobs,

@@ -337,7 +337,7 @@ def test_every_evidence_id_resolve_kernels_prints_resolves(fmt):
 
 
 @pytest.mark.parametrize("argv, least", [
-    # a DSA model on SM120: the R1/R2 conflicts, with the kernels' evidence in the headline
+    # a DSA model on SM120: the R1/R2 conflicts, with the kernels' evidence under --explain
     (["--platform", "rtx5090", "--model-arch", "DeepseekV32ForCausalLM"], 20),
     # resolved, with skipped candidates and the kernel verdicts' evidence in the derivations
     (["--platform", "rtx5090", "--model-arch", "GlmMoeDsaForCausalLM"], 20),
@@ -346,5 +346,10 @@ def test_every_evidence_id_resolve_kernels_prints_resolves(fmt):
 ])
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_every_evidence_id_an_explanation_prints_resolves(argv, least, fmt):
-    code, problems, cited = _output_problems(["--explain", *argv, "--format", fmt])
+    # --verbose: the fullest text (every fact tree and kernel verdict); JSON with --explain is the full form
+    code, problems, cited = _output_problems(["--explain", "--verbose", *argv, "--format", fmt])
     assert code in (0, 1) and problems == [] and cited >= least, (problems, cited)
+    # the short forms quote fewer ids, and every one of them resolves too
+    for short in (["--explain", *argv], list(argv)):
+        code, problems, _ = _output_problems([*short, "--format", fmt])
+        assert code in (0, 1) and problems == [], problems

@@ -31,6 +31,13 @@ CATALOGUE = {e.id: e.config for e in catalogue()}
 PUBLIC_DATA = os.path.join(ROOT, "tests", "data", "sglang-0.5.23-public.jsonl")
 
 
+@pytest.fixture(autouse=True)
+def _no_columns(monkeypatch):
+    """An explicit COLUMNS wraps the text output, even in a pipe; pytest-xdist's workers run with COLUMNS=80.
+    Every test starts without it (a test about wrapping sets its own), so output never depends on the runner."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture(scope="session")
 def engine():
     return get_engine()

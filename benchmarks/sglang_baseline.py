@@ -52,7 +52,7 @@ def main(oracle_dir: str, spec_path: str, out_path: str) -> int:
 
     sys.path.insert(0, spec["ours"]["root"])
     from resolver.api import get_engine, resolve_request
-    from resolver.batch import request_kwargs, resolve_line
+    from resolver.tools.batch import request_kwargs, resolve_line
 
     engine = get_engine()
     lines = spec["ours"]["lines"]

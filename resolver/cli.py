@@ -25,9 +25,9 @@ from .api import Engine, get_engine, resolve_request
 from .catalogue import catalogue
 from .errors import ConflictError, InputError, ResolverError
 from .explain import Style, render_text, to_json_dict
-from .jobs import add_jobs_argument, plan_jobs
 from .rules import RulePack
 from .terminal import Output
+from .tools.jobs import add_jobs_argument, plan_jobs
 
 __all__ = ["build_parser", "main", "request_kwargs"]
 
@@ -327,8 +327,8 @@ def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> in
 def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
     import io
 
-    from .batch import run_batch
     from .safe_io import bounded_lines, checked_path
+    from .tools.batch import run_batch
 
     def run(stream) -> int:
         # lines are read with a cap (a stream without newlines cannot fill memory); undecodable

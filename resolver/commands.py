@@ -178,6 +178,6 @@ def _lazy(module: str, name: str):
     return run
 
 
-SUBCOMMANDS = {"platforms": platforms, "kernels": kernels, "models": models, "lint": _lazy("lint", "lint"),
-               "matrix": _lazy("matrix", "matrix"), "diff": _lazy("diff", "diff"),
+SUBCOMMANDS = {"platforms": platforms, "kernels": kernels, "models": models, "lint": _lazy("tools.lint", "lint"),
+               "matrix": _lazy("tools.matrix", "matrix"), "diff": _lazy("tools.diff", "diff"),
                "cross-node": _lazy("crossnode", "cross_node")}

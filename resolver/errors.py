@@ -37,7 +37,7 @@ class RuleFileProblem:
     message: str
     column: int | None = None
     source: str | None = None  # the offending line, for the caret
-    #: the stable kind of problem, set where it is raised; lint reports it as its check (resolver.lint.CHECKS):
+    #: the stable kind of problem, set where it is raised; lint reports it as its check (resolver.tools.lint.CHECKS):
     #: syntax, schema (also a file that cannot be read or a pack over a cap), unknown-name, unknown-value,
     #: duplicate, cycle, missing-doc, missing-message, engine-safety
     code: str = "schema"

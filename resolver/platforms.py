@@ -113,7 +113,7 @@ PLATFORM_FACTS: dict[str, str] = {
     "platform.gpus_per_node": "GPUs in one node (--gpus-per-node; 8 by default)",
 }
 #: platform facts a request may set to any value (not fixed by the platform's name): reasoning about
-#: rules treats them as free, not as one value per platform (resolver/lint.py)
+#: rules treats them as free, not as one value per platform (resolver/tools/lint.py)
 VARIABLE_PLATFORM_FACTS = frozenset({"platform.gpu_memory_gb", "platform.gpus_per_node"})
 
 

@@ -4,8 +4,8 @@ import re
 
 from resolver.adapters.registry import _builtin_adapters
 from resolver.api import get_engine, resolve_request
-from resolver.docgen import kernels_markdown, options_markdown
 from resolver.loader import load_rules
+from resolver.tools.docgen import kernels_markdown, options_markdown
 
 from .conftest import ROOT
 
@@ -16,12 +16,12 @@ def _read(name):
 
 
 def test_options_page_is_generated_from_the_declarations():
-    assert _read("options.md") == options_markdown(load_rules()), "run: python -m resolver.docgen > docs/options.md"
+    assert _read("options.md") == options_markdown(load_rules()), "run: python -m resolver.tools.docgen > docs/options.md"
 
 
 def test_kernel_matrix_page_is_generated_from_the_adapters():
     assert _read("kernel-matrix.md") == kernels_markdown(_builtin_adapters()), \
-        "run: python -m resolver.docgen kernels > docs/kernel-matrix.md"
+        "run: python -m resolver.tools.docgen kernels > docs/kernel-matrix.md"
 
 
 def test_rule_format_example_loads_and_behaves_as_documented(rules_dir):

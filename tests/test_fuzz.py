@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from resolver.api import get_engine
-from resolver.batch import resolve_line
 from resolver.cli import main
 from resolver.errors import ResolverError
 from resolver.loader import load_rules
+from resolver.tools.batch import resolve_line
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -16,12 +16,12 @@ import pytest
 
 from resolver import jobs as jobs_module
 from resolver.api import get_engine
-from resolver.batch import run_batch
 from resolver.cli import main
-from resolver.jobs import MIN_ITEMS_PER_JOB, Progress, plan_jobs, run_ordered
 from resolver.loader import default_rules_dir
-from resolver.matrix import survey
-from resolver.sweep import requests, run_sweep
+from resolver.tools.batch import run_batch
+from resolver.tools.jobs import MIN_ITEMS_PER_JOB, Progress, plan_jobs, run_ordered
+from resolver.tools.matrix import survey
+from resolver.tools.sweep import requests, run_sweep
 
 from .conftest import ROOT, SEED_ARGS
 from .test_diff import GRID, LLAMA
@@ -190,7 +190,7 @@ def test_without_a_terminal_progress_is_nothing():
 
 _DRAW = """
 import io, sys
-from resolver.jobs import Progress
+from resolver.tools.jobs import Progress
 class Terminal(io.StringIO):
     def isatty(self):
         return True

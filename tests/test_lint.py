@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from resolver.cli import main
-from resolver.lint import CHECKS
 from resolver.loader import default_rules_dir
+from resolver.tools.lint import CHECKS
 
 from .conftest import ROOT
 

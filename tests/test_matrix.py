@@ -8,7 +8,7 @@ import pytest
 from resolver import commands
 from resolver.api import resolve_request
 from resolver.cli import main
-from resolver.matrix import MODEL_KINDS, matrix
+from resolver.tools.matrix import MODEL_KINDS, matrix
 
 from .conftest import ROOT
 

@@ -10,10 +10,10 @@ import json
 import pytest
 
 from resolver.api import get_engine, resolve_request
-from resolver.batch import resolve_line
 from resolver.cli import main
 from resolver.errors import InputError
 from resolver.platforms import find_platform
+from resolver.tools.batch import resolve_line
 
 from .conftest import CATALOGUE
 from .oracle import oracle_python

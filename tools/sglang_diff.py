@@ -47,9 +47,9 @@ if ROOT not in sys.path:  # run as a script from anywhere
 
 # imported only after the path above, so a script run imports this checkout's resolver, not an installed one
 from resolver.api import Engine, get_engine  # noqa: E402
-from resolver.batch import resolve_line  # noqa: E402
 from resolver.catalogue import catalogue as flag_catalogue  # noqa: E402
 from resolver.model_source import catalogue as model_catalogue  # noqa: E402
+from resolver.tools.batch import resolve_line  # noqa: E402
 
 PLATFORMS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121", "gfx942", "gfx950")
 #: the oracle writes its checkpoints under one fixed folder: one oracle process at a time, by this lock

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any, TextIO
 
-from .errors import InputError
-from .platforms import PLATFORMS
+from ..errors import InputError
+from ..platforms import PLATFORMS
 
 __all__ = ["MODEL_KINDS", "matrix", "survey"]
 
@@ -142,7 +142,7 @@ def _reasons(resolution) -> tuple[Reason, ...]:
 
 
 def _resolve(engine, kind: ModelKind, platform: str, args: dict[str, Any]):
-    from .api import resolve_request
+    from ..api import resolve_request
 
     # fixes=False: the matrix reports refusals, not remedies, and computing fixes is the slow part
     return resolve_request(engine, platform=platform, args=args, model=kind.config, fixes=False)
@@ -153,7 +153,7 @@ _Cell = tuple[str, str, dict[str, Any], tuple[str, ...]]
 
 
 def _setup(rules: str) -> Any:
-    from .api import get_engine
+    from ..api import get_engine
 
     return get_engine(rules)
 
@@ -167,8 +167,8 @@ def _cell(engine, cell: _Cell) -> tuple[dict[str, Any], tuple[Reason, ...]]:
 
 def survey(engine, jobs: int = 1) -> Survey:
     """Resolve every cell of the matrix; ``jobs`` > 1 on that many processes (each loading the pack
-    from its directory), 0 as many as the work pays for (resolver/jobs.py), with the same result."""
-    from .adapters import registry
+    from its directory), 0 as many as the work pays for (resolver/tools/jobs.py), with the same result."""
+    from ..adapters import registry
     from .jobs import Progress, plan_jobs, run_ordered
 
     kv_dtypes, unset = _kv_dtypes(engine.pack)
@@ -420,8 +420,8 @@ def render_json(result: Survey, rules: str | None) -> str:
 
 
 def matrix(argv: list[str], out: TextIO) -> int:
-    from .api import get_engine
-    from .commands import _parser
+    from ..api import get_engine
+    from ..commands import _parser
     from .jobs import add_jobs_argument
 
     p = _parser("matrix", "Tables of what each backend option resolves to, accepts and refuses (with the reason) "

@@ -17,11 +17,11 @@ import sys
 import traceback
 from typing import Any, TextIO
 
-from .api import Engine, resolve_request
-from .errors import InputError, ResolverError
-from .explain import to_json_dict
-from .safe_io import MAX_LINE_CHARS, parse_json
-from .terminal import Output, escape
+from ..api import Engine, resolve_request
+from ..errors import InputError, ResolverError
+from ..explain import to_json_dict
+from ..safe_io import MAX_LINE_CHARS, parse_json
+from ..terminal import Output, escape
 
 __all__ = ["REQUEST_KEYS", "resolve_line", "run_batch"]
 
@@ -134,7 +134,7 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
 def _setup(rules: str, strict: bool, fixes: bool, require_known_kernels: bool,
            explain: bool) -> tuple[Engine, bool, bool, bool, bool]:
     """A worker's context (``--jobs`` > 1): the engine of the batch's rule directory and its settings."""
-    from .api import get_engine
+    from ..api import get_engine
 
     return get_engine(rules), strict, fixes, require_known_kernels, explain
 

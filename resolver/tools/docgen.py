@@ -1,5 +1,5 @@
-"""Generate docs from declarations: ``python -m resolver.docgen > docs/options.md`` (the options)
-and ``python -m resolver.docgen kernels > docs/kernel-matrix.md`` (the kernel adapters' claims).
+"""Generate docs from declarations: ``python -m resolver.tools.docgen > docs/options.md`` (the options)
+and ``python -m resolver.tools.docgen kernels > docs/kernel-matrix.md`` (the kernel adapters' claims).
 
 A test fails when a checked-in file is stale.
 """
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from .catalogue import catalogue
-from .loader import load_rules
-from .rules import RulePack
+from ..catalogue import catalogue
+from ..loader import load_rules
+from ..rules import RulePack
 
 __all__ = ["options_markdown", "kernels_markdown"]
 
@@ -24,7 +24,7 @@ def options_markdown(pack: RulePack) -> str:
     lines = [
         "# Options",
         "",
-        "Generated from the option declarations of `rules/*.yaml` by `python -m resolver.docgen > docs/options.md`; do "
+        "Generated from the option declarations of `rules/*.yaml` by `python -m resolver.tools.docgen > docs/options.md`; do "
         "not edit.",
         "Each option is a SGLang 0.5.23 `ServerArgs` field; the flag is SGLang's, and the JSON key",
         "(batch `args`, `values`, `derivations`) is the option name. These are the options the rules",
@@ -69,7 +69,7 @@ def options_markdown(pack: RulePack) -> str:
 
 def kernels_markdown(adapters) -> str:
     """One row per (backend, role, narrowing), one column per platform: what the built-in adapters claim."""
-    from .platforms import ALL_PLATFORMS
+    from ..platforms import ALL_PLATFORMS
 
     rows: dict[tuple[str, str, str], dict[str, str]] = {}
     sources: dict[tuple[str, str, str], set[str]] = {}
@@ -85,7 +85,7 @@ def kernels_markdown(adapters) -> str:
         "# Kernel matrix",
         "",
         "Generated from the built-in adapters (`resolver/adapters/`) by",
-        "`python -m resolver.docgen kernels > docs/kernel-matrix.md`; do not edit. `resolve kernels` shows",
+        "`python -m resolver.tools.docgen kernels > docs/kernel-matrix.md`; do not edit. `resolve kernels` shows",
         "the evidence of each cell. Y: runs; N: cannot run (the resolver refuses it, or skips it as a default);",
         "Nr: SGLang 0.5.23's own checks refuse or rewrite it (a rule in `rules/` does the same); D: runs no kernel",
         "of its own but those of other options, whose rows decide; `~`: medium evidence; blank: unknown, neither",
@@ -105,7 +105,7 @@ def kernels_markdown(adapters) -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     if sys.argv[1:2] == ["kernels"]:
-        from .adapters.registry import Registry, _builtin_adapters
+        from ..adapters.registry import Registry, _builtin_adapters
 
         sys.stdout.write(kernels_markdown(Registry(_builtin_adapters(), []).adapters))
     else:

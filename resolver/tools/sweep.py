@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ResolverError
+from ..errors import ResolverError
 from .matrix import MODEL_KINDS as MATRIX_KINDS
 
 __all__ = ["MODEL_KINDS", "SweepReport", "requests", "run_sweep"]
@@ -56,9 +56,9 @@ class SweepReport:
 
 def requests(pack) -> list[dict[str, Any]]:
     """Every request of the sweep, in a fixed order."""
-    from .adapters import registry
-    from .errors import InputError
-    from .platforms import PLATFORMS
+    from ..adapters import registry
+    from ..errors import InputError
+    from ..platforms import PLATFORMS
 
     missing = sorted({"kv_cache_dtype", "attention_backend"} - set(pack.options))
     if missing:
@@ -87,7 +87,7 @@ def requests(pack) -> list[dict[str, Any]]:
 
 
 def _check_one(engine, req: dict, report: SweepReport, checked: dict | None = None) -> None:
-    from .api import resolve_request
+    from ..api import resolve_request
 
     model = MODEL_KINDS[req["model_kind"]]
     report.requests += 1
@@ -132,7 +132,7 @@ def _check_one(engine, req: dict, report: SweepReport, checked: dict | None = No
 
 def _setup(rules: str | None) -> tuple[Any, dict]:
     """A worker's context: the engine of ``rules`` and the fix outcomes it has already resolved."""
-    from .api import get_engine
+    from ..api import get_engine
 
     return get_engine(rules), {}
 
@@ -147,7 +147,7 @@ def _check(context: tuple[Any, dict], req: dict) -> SweepReport:
 
 def run_sweep(rules: str | None, pack, jobs: int | None = None, only=None, chunk: int = 24) -> SweepReport:
     """Run every request (or those ``only`` keeps) on ``jobs`` processes (0 or None: one per usable CPU,
-    as far as the work pays for them: resolver/jobs.py), handed out ``chunk`` at a time; a bar on
+    as far as the work pays for them: resolver/tools/jobs.py), handed out ``chunk`` at a time; a bar on
     stderr when it is a terminal."""
     from .jobs import Progress, plan_jobs, run_ordered
 

@@ -19,12 +19,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .conditions import Atom, parse_condition
-from .errors import InputError, RuleFileErrors
-from .options import to_argv
-from .platforms import ALL_PLATFORMS, PLATFORM_FACTS, VARIABLE_PLATFORM_FACTS
-from .provenance import fact_name
-from .rules import Default, RulePack
+from ..conditions import Atom, parse_condition
+from ..errors import InputError, RuleFileErrors
+from ..options import to_argv
+from ..platforms import ALL_PLATFORMS, PLATFORM_FACTS, VARIABLE_PLATFORM_FACTS
+from ..provenance import fact_name
+from ..rules import Default, RulePack
 
 __all__ = ["CHECKS", "Finding", "problem_findings", "static_findings"]
 
@@ -246,7 +246,7 @@ def _can_both_hold(pack, a: Default, b: Default) -> bool:
 
 
 def _no_fix(pack: RulePack) -> list[Finding]:
-    from .fixes import options_behind
+    from ..fixes import options_behind
 
     out = []
     for c in pack.conflicts:
@@ -265,7 +265,7 @@ def lint(argv: list[str], out) -> int:
     """``resolve lint``: exit 0 when the pack is clean, 1 with findings, 2 on bad input."""
     import json
 
-    from .commands import _parser
+    from ..commands import _parser
     from .jobs import add_jobs_argument
 
     p = _parser("lint", "Check a rule pack: static checks, then an exhaustive sweep of real requests.")
@@ -301,7 +301,7 @@ def lint(argv: list[str], out) -> int:
 
 
 def _sweep_filter(platforms, kinds):
-    from .platforms import find_platform
+    from ..platforms import find_platform
     from .sweep import MODEL_KINDS
 
     names = {find_platform(p).name for p in platforms} if platforms else None
@@ -312,7 +312,7 @@ def _sweep_filter(platforms, kinds):
 
 
 def _lint(rules: str | None, sweep: bool, jobs: int, only=None):
-    from .api import get_engine
+    from ..api import get_engine
 
     try:
         pack = get_engine(rules).pack  # loaded and compiled once (and cached), as the sweep will use it

@@ -13,11 +13,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import InputError, ResolverError
+from ..explain import show_value as _v
+from ..options import to_argv
+from ..safe_io import UnreadableFile, parse_json, read_text
 from .batch import REQUEST_KEYS as _KEYS
-from .errors import InputError, ResolverError
-from .explain import show_value as _v
-from .options import to_argv
-from .safe_io import UnreadableFile, parse_json, read_text
 
 __all__ = ["Change", "diff", "diff_outcomes"]
 
@@ -37,7 +37,7 @@ class Change:
 
 
 def _outcome(engine, req: dict) -> dict[str, Any]:
-    from .api import resolve_request
+    from ..api import resolve_request
 
     try:
         res = resolve_request(engine, platform=req["platform"], args=req.get("args") or {}, model=req.get("model"),
@@ -80,7 +80,7 @@ def _changes(old: dict, new: dict) -> list[tuple[str, str, tuple[str, ...]]]:
 
 def _setup(old_rules: str, new_rules: str) -> tuple[Any, Any]:
     """A worker's context: the engines of both packs."""
-    from .api import get_engine
+    from ..api import get_engine
 
     return get_engine(old_rules), get_engine(new_rules)
 
@@ -171,8 +171,8 @@ def _describe(change: Change, pack) -> str:
 
 def diff(argv: list[str], out) -> int:
     """``resolve diff``: exit 0 when no request changes, 1 when some do, 2 on bad input."""
-    from .api import get_engine
-    from .commands import _parser
+    from ..api import get_engine
+    from ..commands import _parser
     from .jobs import add_jobs_argument, plan_jobs
 
     p = _parser("diff", "Compare two rule packs: which launch requests change outcome, grouped by cause.")

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from resolver import jobs as jobs_module
+from resolver.tools import jobs as jobs_module
 from resolver.api import get_engine
 from resolver.cli import main
 from resolver.loader import default_rules_dir

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from .adapters import registry as kernel_registry
+from .adapters.base import Probe
 from .compiler import CompiledPack, compile_pack
 from .draft import GEMMA4_ASSISTANTS, draft_facts, find_draft
 from .engine import DurableMatcher, ReferenceMatcher
@@ -209,8 +210,8 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     if check_installed or how == "detected":
         kernels = kernels.checking_installed()
         for adapter in kernels.adapters:
-            probe = kernels.probed.get(adapter.name)
-            if adapter.package and hasattr(probe, "installed"):
+            probe = (kernels.probed or {}).get(adapter.name)
+            if adapter.package and isinstance(probe, Probe):
                 state = f"{adapter.package} {probe.version or ''}".strip()
                 probed[adapter.package.replace("-python", "")] = (probe.installed, Origin(
                     "installed", "probed", f"probed on this machine: {state} {'found' if probe.installed else 'not found'}"))
@@ -256,7 +257,8 @@ def _environment(pack, env: Any) -> tuple[dict[str, str], dict[str, str]]:
         return {}, {}
     if not isinstance(env, dict):
         raise InputError(f"env must be a mapping of variable names to values, got {type(env).__name__}")
-    declared, other = {}, {}
+    declared: dict[str, str] = {}
+    other: dict[str, str] = {}
     for name, value in env.items():
         if not isinstance(name, str) or not name or "=" in name or "\0" in name:
             raise InputError(f"environment variable names must be non-empty strings without '=', got {name!r}")
@@ -277,8 +279,9 @@ def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[
         found = find_model(model_path)
         facts = model_facts(found.config, source=_describe(found))
     elif model is None and isinstance(model_arch, str) and representative(model_arch.strip()) is not None:
-        found = representative(model_arch.strip())
-        facts = model_facts(found.config, source=f"{_describe(found)[:-1]}, representative of the architecture)")
+        entry = representative(model_arch.strip())
+        assert entry is not None  # tested just above
+        facts = model_facts(entry.config, source=f"{_describe(entry)[:-1]}, representative of the architecture)")
     else:
         facts = model_facts(model, model_arch)
     if isinstance(model_path, str):  # SGLang copies it into other fields (an MTP draft is the target itself)
@@ -286,7 +289,7 @@ def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[
     return facts
 
 
-def _draft_notices(outcome: Outcome, draft: dict[str, tuple[Any, str]]) -> tuple[Notice, ...]:
+def _draft_notices(outcome: Outcome, draft: dict[str, tuple[Any, Origin]]) -> tuple[Notice, ...]:
     """What the rules do not model about this draft: say so, never resolve it silently."""
     arch = draft.get("draft.architecture", (None, ""))[0]
     if arch in GEMMA4_ASSISTANTS and outcome.values.get("speculative_algorithm") == "EAGLE":

@@ -65,12 +65,12 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
         allow_abbrev=False,  # a prefix of one flag could silently become another
         description="Resolve and explain the attention-kernel launch options of an LLM server (SGLang 0.5.23 rules).",
         epilog=f"Every other SGLang {catalogue().sglang_version} server flag is accepted too (with argparse's unique "
-               "abbreviations, --tp for --tp-size), carried through unchanged and listed as not checked. "
-               "Subcommands (each with --help): 'resolve platforms' lists the target platforms and what this "
-               "machine has; 'resolve kernels' the kernel adapters; 'resolve matrix' what runs where; "
-               "'resolve lint' checks a rule pack; 'resolve diff OLD NEW' compares two rule packs; 'resolve cross-node' "
-               "checks that the prefill and decode servers (or the nodes) of one deployment agree. "
-               "Exit status: 0 resolved, 1 conflict, 2 bad input, 3 internal error.",
+               "abbreviations, --tp for --tp-size), carried through unchanged and listed as not checked. Subcommands "
+               "(each with --help): 'resolve platforms' lists the target platforms and what this machine has; 'resolve "
+               "kernels' the kernel adapters; 'resolve matrix' what runs where; 'resolve lint' checks a rule pack; "
+               "'resolve diff OLD NEW' compares two rule packs; 'resolve cross-node' checks that the prefill and "
+               "decode servers (or the nodes) of one deployment agree. Exit status: 0 resolved, 1 conflict, 2 bad "
+               "input, 3 internal error.",
     )
     g = p.add_argument_group("target")
     g.add_argument("--platform", default="auto",

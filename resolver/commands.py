@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-from typing import TextIO
+from typing import Any, TextIO
 
 from .errors import InputError
 from .platforms import ALIAS_GPU_MEMORY_GB, PLATFORMS
@@ -28,17 +28,20 @@ def platforms(argv: list[str], out: TextIO) -> int:
     ns = p.parse_args(argv)
     from .detect import detect_platform
 
+    detected: dict[str, str] | None = None
+    problem = ""
     try:
         detection = detect_platform()
-        detected, problem = {"name": detection.platform.name, "how": detection.how}, None
+        detected = {"name": detection.platform.name, "how": detection.how}
     except InputError as exc:
-        detected, problem = None, str(exc)
-    rows = [{"name": pl.name, "vendor": pl.vendor, "capability": f"{pl.major}.{pl.minor}", "aliases": list(pl.aliases),
+        problem = str(exc)
+    rows: list[dict[str, Any]] = [{"name": pl.name, "vendor": pl.vendor, "capability": f"{pl.major}.{pl.minor}", "aliases": list(pl.aliases),
              "description": pl.description, "gpu_memory_gb": pl.gpu_memory_gb,
              "alias_gpu_memory_gb": {a: ALIAS_GPU_MEMORY_GB[a] for a in pl.aliases if a in ALIAS_GPU_MEMORY_GB}}
             for pl in PLATFORMS]
     if ns.format == "json":
-        out.write(json.dumps({"platforms": rows, "detected": detected, "detection_error": problem}, indent=2) + "\n")
+        out.write(json.dumps({"platforms": rows, "detected": detected, "detection_error": problem or None}, indent=2)
+                  + "\n")
         return 0
     out.write(f"{'name':<8} {'vendor':<7} {'capability':<11} {'memory':<7} {'aliases (other memory)':<60} description\n")
     for r in rows:
@@ -97,7 +100,8 @@ def kernels(argv: list[str], out: TextIO) -> int:
                               f"({lim['evidence']}{note})\n")
     out.writelines(f"warning: {w}\n" for w in warnings)
     out.write("platforms no adapter mentions are unknown: neither refused nor preferred\n"
-              "evidence ids (S9, B7, GH1, R1, MK3, ...): 'resolve kernels --evidence ID' prints one (docs/evidence.md)\n")
+              "evidence ids (S9, B7, GH1, R1, MK3, ...): 'resolve kernels --evidence ID' prints one "
+              "(docs/evidence.md)\n")
     return 0
 
 

@@ -254,11 +254,11 @@ def _dnf(node: ast.AST, negated: bool = False) -> list[Branch]:
         value = _literal(node)
         return [()] if bool(value) != negated else []
     else:
-        raise ConditionError(f"unsupported expression '{ast.unparse(node)}'", node.col_offset)
+        raise ConditionError(f"unsupported expression '{ast.unparse(node)}'", getattr(node, "col_offset", 0))
     try:
         return [(atom.negate() if negated else atom,)]
     except ConditionError as exc:
-        raise ConditionError(exc.message, node.col_offset, exc.code) from None
+        raise ConditionError(exc.message, getattr(node, "col_offset", 0), exc.code) from None
 
 
 _OPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.In: "in",

@@ -354,7 +354,7 @@ def _target_rooted(c) -> bool:
 def _typed(res, c) -> frozenset[str]:
     """The options the user typed that a conflict reads."""
     options = res.engine.pack.options
-    names = (fact_name(f.name).option if fact_name(f.name).typed_by_user else f.name for f in c.facts
+    names = ((fact_name(f.name).option if fact_name(f.name).typed_by_user else None) or f.name for f in c.facts
              if f.source == "user")
     return frozenset(n for n in names if n in options)
 

@@ -74,7 +74,7 @@ class _Mapping(dict):
 
 
 # libyaml's parser when PyYAML has it (10x faster); the constructors stay the safe ones
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # chosen at import
     def construct_mapping(self, node, deep=False):
         out = _Mapping(super().construct_mapping(node, deep=True))
         out.line = node.start_mark.line + 1
@@ -301,7 +301,8 @@ def _read_documents(directory: str, paths: list[str], shipped: bool,
     """Every rule file read and parsed, as (file as cited, text, data), within the caps on bytes and on
     what the YAML expands to; what cannot be read or parsed is a problem instead.  The flag says
     whether a cap was reached (the pack is then refused without further checks)."""
-    documents, over_cap = [], False
+    documents: list[tuple[str, str, Any]] = []
+    over_cap = False
     budget, read = _Budget(), 0  # what the files read so far expanded to, and their bytes
     for path in paths:
         # the shipped pack is cited as rules/NAME wherever it is installed
@@ -498,8 +499,8 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
                                   " ".join(rule["message"].split()), bool(rule.get("normalize", False))))
         elif kind == "conflict":
             conflicts.append(_conflict(b, ref, doc, when, rule, options, known))
-    for c in conflicts:
-        _check_template(b, c.ref, c.message, known | {"allowed", "option"})
+    for conflict in conflicts:
+        _check_template(b, conflict.ref, conflict.message, known | {"allowed", "option"})
     for a in adjusts:
         _check_template(b, a.ref, a.message, known | {"old", "new"})
     _check_flags(b, options)

@@ -12,7 +12,7 @@ from __future__ import annotations
 # _signal: the C functions behind signal.signal and signal.getsignal, whose public wrappers
 # turn every handler into an enum through a failing lookup: with them, holding the signals
 # around a resolution cost 60 us instead of 10-15 us
-import _signal  # type: ignore[import-not-found]
+import _signal
 import io
 import os
 import re

@@ -69,7 +69,7 @@ def _changes(old: dict, new: dict) -> list[tuple[str, str, tuple[str, ...]]]:
             (f"; now also {', '.join(added)}" if added else "")
         return [("refused-differently", what, tuple(new["conflicts"].get(r) or old["conflicts"][r]
                                                       for r in added + gone))]
-    out = []
+    out: list[tuple[str, str, tuple[str, ...]]] = []
     for name in sorted(set(old["values"]) | set(new["values"])):
         a, b = old["values"].get(name), new["values"].get(name)
         if a != b:

@@ -24,8 +24,8 @@ def options_markdown(pack: RulePack) -> str:
     lines = [
         "# Options",
         "",
-        "Generated from the option declarations of `rules/*.yaml` by `python -m resolver.tools.docgen > docs/options.md`; do "
-        "not edit.",
+        "Generated from the option declarations of `rules/*.yaml` by `python -m resolver.tools.docgen > "
+        "docs/options.md`; do not edit.",
         "Each option is a SGLang 0.5.23 `ServerArgs` field; the flag is SGLang's, and the JSON key",
         "(batch `args`, `values`, `derivations`) is the option name. These are the options the rules",
         "read. Every other SGLang 0.5.23 flag is accepted too, typed as SGLang types it (the table",

@@ -254,8 +254,9 @@ def _no_fix(pack: RulePack) -> list[Finding]:
             continue
         if not options_behind(pack, c.when.names()):
             out.append(Finding("no-fix", c.ref.file, c.ref.line,
-                               f"conflict {c.ref.id} reads no option the user can change and has no fixes: "
-                               "nobody can act on it (add fixes: with the change that helps, or remedy: what would work instead)"))
+                               f"conflict {c.ref.id} reads no option the user can change and has no fixes: nobody can "
+                               "act on it (add fixes: with the change that helps, or remedy: what would work "
+                               "instead)"))
     return out
 
 

@@ -268,6 +268,9 @@ def _flag_and_value(res, name: str) -> str:
 
 def _source_label(d) -> str:
     if d.source == "user":
+        changed = [a for a in d.adjustments if a.old != a.new]
+        if changed:  # a rule normalised what was typed into another value (--enable-dp-attention with dp 1: false)
+            return f"you set {show_value(changed[0].old)}; normalised by {changed[-1].rule.id}"
         return "set by you"
     if d.source == "fallback":
         return "option default"

@@ -157,16 +157,17 @@ def _start_over(trial: _Trial, pack: RulePack, outcome: Outcome, reports, flags)
 
 def _strict_fixes(trial: _Trial, pack: RulePack, report: ConflictReport, flags, outcome: Outcome) -> list[Fix]:
     """Under --strict: type the value the adjustment wanted, omit the option, or keep the typed value
-    and change another option the adjustment reads (--page-size 16 with DeepSeek on B200: a backend
-    other than trtllm_mla keeps it)."""
+    and pick another backend (an option with a kernel role the adjustment reads and the user did not
+    type): --page-size 16 with DeepSeek-V3 on B200 is kept by flashinfer, not by trtllm_mla."""
     name, (wanted,) = report.options[0], report.allowed
     user = trial.request.args
     proposals: list[tuple] = [
         (1, lambda out: f"Use {flags[name]} {show_value(wanted)}", {name: wanted}, (), False),
         (1, lambda out: f"Omit {flags[name]} and let the resolver pick", {}, (name,), False)]
     when = getattr(pack.rule(report.rule.id), "when", None)
-    for other in sorted(options_behind(pack, when.names()) - {name}) if when is not None else ():
-        for value in _domain(pack, other, outcome.values.get(other), other in user):
+    backends = {n for n in options_behind(pack, when.names()) if pack.options[n].kernel_role} if when is not None else set()
+    for other in sorted(backends - {name} - set(user)):
+        for value in _domain(pack, other, outcome.values.get(other), False):
             set_, unset = ({other: value}, ()) if value is not None else ({}, (other,))
             proposals.append((1, lambda out, s=set_, u=unset: _describe_change(pack, flags, s, u, name, user),
                               set_, unset, False, "search"))

@@ -32,6 +32,23 @@ __all__ = ["attach_fixes", "platforms_that_resolve"]
 
 _MAX_FIXES = 8
 _MAX_SEARCH_FIXES = 3
+#: options the search for other changes may omit but never set to another value: SGLang checks their values
+#: against what no rule sees.  --quantization against the checkpoint's own quant_config (SGLang 0.5.23
+#: configs/model_config.py, _verify_quantization: "Quantization method specified in the model config (fp8)
+#: does not match ... (awq)"); --speculative-algorithm against the draft checkpoint, which is made for one
+#: algorithm (DSPARK's own checks in arg_groups/speculative_hook.py _handle_dspark are not encoded: a DFLASH
+#: launch switched to DSPARK is refused).  A rule's own allowed values and fix hints may still set them.
+_OMIT_ONLY = frozenset({"quantization", "speculative_algorithm"})
+_LORA_RUNNERS = frozenset({"lora_triton", "lora_cutedsl", "lora_marlin"})
+#: values no fix proposes: SGLang requires of them what no rule encodes yet.  The LoRA MoE runners need
+#: --enable-lora or --lora-paths (arg_groups/lora_hook.py, check_lora_moe_runner_args); DeepEP v2 needs a
+#: model architecture registered with register_deepep_vN_model (arg_groups/moe_hook.py)
+_NOT_PROPOSED: dict[str, frozenset] = {
+    "moe_runner_backend": _LORA_RUNNERS,
+    "speculative_moe_runner_backend": _LORA_RUNNERS,
+    "moe_a2a_backend": frozenset({"deepep_v2"}),
+    "speculative_moe_a2a_backend": frozenset({"deepep_v2"}),
+}
 
 
 class _Trial:
@@ -148,7 +165,7 @@ def _start_over(trial: _Trial, pack: RulePack, outcome: Outcome, reports, flags)
             for hint in getattr(rule, "hints", ()):
                 keep_unset = tuple(n for n in unset if n not in hint.set)
                 out = trial.confirm(dict(hint.set), keep_unset)
-                if out is not None and not _foreign(pack, trial.request, dict(hint.set)):
+                if out is not None and not _unfit(pack, trial.request, dict(hint.set)):
                     omitted = " ".join(flags[n] for n in keep_unset)
                     return (_fix(pack, outcome, (f"Omit {omitted}; then: " if omitted else "")
                                  + hint.description, dict(hint.set), keep_unset, out),)
@@ -244,7 +261,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
             fallback = True
         completed.append((size, describe, set_, unset, fallback, group))
 
-    return _ranked(trial, pack, outcome, completed, caps={"search": _MAX_SEARCH_FIXES})
+    return _ranked(trial, pack, outcome, completed)
 
 
 @dataclass(frozen=True)
@@ -281,7 +298,7 @@ def _ranked(trial: _Trial, pack: RulePack, outcome: Outcome, proposals, limit: i
             continue
         seen.add(key)
         set_key, unset_key = dict(key[0]), key[1]
-        if _foreign(pack, request, set_key):
+        if _unfit(pack, request, set_key):
             continue
         screened = trial.screen(set_key, unset_key)
         if screened is None or screened.conflicts:
@@ -398,17 +415,24 @@ def _in_conflict(pack: RulePack, outcome: Outcome) -> set[str]:
     return tainted
 
 
+def _unfit(pack: RulePack, request: Request, set_: dict) -> bool:
+    """A change no fix proposes: a value of another device family, or one SGLang checks beyond the rules."""
+    return any(v in _NOT_PROPOSED.get(n, ()) for n, v in set_.items() if isinstance(v, str)) \
+        or _foreign(pack, request, set_)
+
+
 def _foreign(pack: RulePack, request: Request, set_: dict) -> bool:
-    """Does the change pick a backend of another device family than the target's (``ascend``, a Huawei NPU
-    backend, or ``intel_xpu`` anywhere; ``aiter`` on NVIDIA; a CUDA-only kernel on ROCm)?"""
+    """Does the change pick a value of another device family than the target's: ``ascend`` (Huawei
+    NPUs) or ``intel_xpu`` anywhere, ``aiter`` on NVIDIA, a CUDA-only kernel on ROCm?  The kernel
+    adapters tie backends to vendors (resolver/adapters); a value of any option whose name holds such a
+    backend's name (``ascend_tp``, ``flashinfer_megamoe``, ``experimental_sgl_trtllm``) is of its family."""
     kernels = request.kernels if request.kernels is not None else _builtin_registry()
     vendor = request.platform.vendor
-    return any(pack.options[n].kernel_role and isinstance(v, str) and _family_of(kernels, v, vendor)
-               for n, v in set_.items() if n in pack.options)
+    return any(isinstance(v, str) and _of_another_family(kernels, v, vendor) for n, v in set_.items() if n in pack.options)
 
 
 def _builtin_registry():
-    from .adapters.registry import registry  # loaded only when a fix sets a backend
+    from .adapters.registry import registry  # loaded only when a fix is checked without a request's registry
 
     return registry()
 
@@ -416,7 +440,8 @@ def _builtin_registry():
 @functools.lru_cache(maxsize=8)
 def _families(kernels) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
     """backend -> (the vendors of the platforms some adapter lets it run on, or where SGLang's own checks
-    refuse it: its device family; the platforms an adapter says it cannot run on)."""
+    refuse it: its device family; the platforms an adapter says it cannot run on, whatever the KV dtype,
+    model or weights)."""
     from .platforms import ALL_PLATFORMS
 
     vendor = {p.name: p.vendor for p in ALL_PLATFORMS}
@@ -427,28 +452,29 @@ def _families(kernels) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
             for backend in claim.backends:
                 runs.setdefault(backend, set())
                 cannot.setdefault(backend, set())
-                if claim.status == "unsupported" and claim.kv_dtypes is None and claim.mla is None \
-                        and claim.quantizations is None:
-                    cannot[backend] |= set(claim.platforms)
-                elif claim.status != "unsupported":
+                if claim.status != "unsupported":
                     runs[backend] |= {vendor[p] for p in claim.platforms if p in vendor}
+                elif claim.kv_dtypes is None and claim.mla is None and claim.quantizations is None:
+                    cannot[backend] |= set(claim.platforms)
     return {b: (frozenset(runs[b]), frozenset(cannot[b])) for b in runs}
 
 
-def _family_of(kernels, backend: str, vendor: str) -> bool:
-    """True when ``backend`` belongs to another device family than ``vendor``'s: adapters let it run on
-    other vendors' platforms only, or on none at all and never on any of ``vendor``'s."""
+def _of_another_family(kernels, value: str, vendor: str) -> bool:
+    """True when ``value``, or a backend named inside it (between underscores), is of another device
+    family than ``vendor``'s: the adapters let it run on other vendors' platforms only, or on none at all
+    and never on any of ``vendor``'s (a backend no adapter speaks about is unknown, not foreign)."""
     from .platforms import ALL_PLATFORMS
 
-    known = _families(kernels).get(backend)
-    if known is None:
-        return False  # no adapter speaks about it: unknown, not foreign
-    runs, cannot = known
-    if vendor in runs:
-        return False
-    if runs:
-        return True
-    return all(p.name in cannot for p in ALL_PLATFORMS if p.vendor == vendor)
+    families = _families(kernels)
+    tokens = value.split("_")
+    named = {value} | {"_".join(tokens[i:j]) for i in range(len(tokens)) for j in range(i + 1, len(tokens) + 1)}
+    for backend in sorted(named & set(families)):
+        runs, cannot = families[backend]
+        if vendor in runs:
+            continue
+        if runs or all(p.name in cannot for p in ALL_PLATFORMS if p.vendor == vendor):
+            return True
+    return False
 
 
 def _repairs(out: Outcome, rule_id: str, before: set[str]) -> bool:
@@ -537,7 +563,8 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
     changes = []
     for name in sorted(read):
         for value in _domain(pack, name, outcome.values.get(name), name in user):
-            changes.append((name, value))
+            if value is None or name not in _OMIT_ONLY and not _unfit(pack, trial.request, {name: value}):
+                changes.append((name, value))
     found = []
     for size in range(1, max_size + 1):
         for combo in itertools.combinations(changes, size):
@@ -556,9 +583,8 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
         out = trial.screen(*fix)
         return sum(out.values.get(n) != v for n, v in fix[0].items())
 
-    # stable: the declared order of values; at most _MAX_SEARCH_FIXES of them are listed, after ranking
-    found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f)))
-    return found
+    found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f)))  # stable: the declared order of values
+    return found[:_MAX_SEARCH_FIXES]
 
 
 def platforms_that_resolve(engine, request: Request) -> tuple[str, ...]:

@@ -301,7 +301,7 @@ def _ranked(trial: _Trial, pack: RulePack, outcome: Outcome, proposals, limit: i
         if _unfit(pack, request, set_key):
             continue
         screened = trial.screen(set_key, unset_key)
-        if screened is None or screened.conflicts:
+        if screened is None or screened.conflicts or _overrides(pack, request, outcome, screened, set_key, unset_key):
             continue
         rank = (fallback, size, *_preference(pack, request, outcome, screened, set_key, unset_key), len(set_key), index)
         candidates.append(_Candidate(set_key, unset_key, describe, group[0] if group else None, rank))
@@ -325,6 +325,16 @@ def _ranked(trial: _Trial, pack: RulePack, outcome: Outcome, proposals, limit: i
         if len(fixes) >= limit:
             break
     return fixes
+
+
+def _overrides(pack: RulePack, request: Request, now: Outcome, then: Outcome, set_: dict, unset: tuple) -> bool:
+    """Does the fix leave a typed backend alone but have a rule change it (--prefill-attention-backend
+    fa4 beside a typed --decode-attention-backend fa4 replaces a typed --attention-backend)?  Such a fix does
+    not keep the choice it seems to keep, and SGLang may check the typed value before the rule's change:
+    deterministic inference refuses a typed torch_native (arg_groups/overrides.py
+    _deterministic_attention_backend) before the prefill/decode pair replaces it (_attention_backend_default)."""
+    return any(n in pack.options and pack.options[n].kernel_role and n not in set_ and n not in unset
+               and then.values.get(n) != now.values.get(n) for n in request.args)
 
 
 def _configuration(compiled, out: Outcome) -> tuple:

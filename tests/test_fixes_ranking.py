@@ -206,3 +206,18 @@ def test_the_table_is_sglangs_answer():
         assert got["status"] == "resolved", (rid, got)
         seen = {k: got["values"].get(k, typed.get(k)) for k in values}
         assert seen == values, (rid, seen)
+
+
+def test_no_fix_replaces_a_typed_backend_behind_the_users_back(monkeypatch):
+    """Setting the prefill backend to the decode side's makes that pair the attention backend, over a typed
+    --attention-backend: the fix would not keep the backend it seems to keep, and SGLang checks the typed one
+    first (deterministic inference refuses a typed torch_native before the pair replaces it)."""
+    args = {"attention_backend": "flex_attention", "kv_cache_dtype": "nvfp4", "tp_size": 1, "ep_size": 4}
+
+    def prefill_fixes():
+        res = _resolve("sm100", "Qwen/Qwen3-30B-A3B", args, False)
+        return {f.set.get("prefill_attention_backend") for c in res.conflicts for f in c.fixes} - {None}
+
+    assert prefill_fixes() == {"flashinfer"}
+    monkeypatch.setattr(fixes, "_overrides", lambda *a: False)
+    assert "trtllm_mha" in prefill_fixes()  # it resolves, replacing flex_attention: what the check keeps out

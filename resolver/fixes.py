@@ -261,7 +261,7 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
             fallback = True
         completed.append((size, describe, set_, unset, fallback, group))
 
-    return _ranked(trial, pack, outcome, completed)
+    return _ranked(trial, pack, outcome, completed, caps={"search": _MAX_SEARCH_FIXES})
 
 
 @dataclass(frozen=True)
@@ -593,8 +593,9 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
         out = trial.screen(*fix)
         return sum(out.values.get(n) != v for n, v in fix[0].items())
 
-    found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f)))  # stable: the declared order of values
-    return found[:_MAX_SEARCH_FIXES]
+    # stable: the declared order of values; at most _MAX_SEARCH_FIXES of them are listed, the best after ranking
+    found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f)))
+    return found
 
 
 def platforms_that_resolve(engine, request: Request) -> tuple[str, ...]:

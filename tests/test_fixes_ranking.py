@@ -221,3 +221,21 @@ def test_no_fix_replaces_a_typed_backend_behind_the_users_back(monkeypatch):
     assert prefill_fixes() == {"flashinfer"}
     monkeypatch.setattr(fixes, "_overrides", lambda *a: False)
     assert "trtllm_mha" in prefill_fixes()  # it resolves, replacing flex_attention: what the check keeps out
+
+
+def test_the_search_never_switches_the_speculative_algorithm(monkeypatch):
+    """DFLASH with pipeline parallelism: the fixes drop pp or speculation; they do not switch to DSPARK (or
+    EAGLE), whose checks against the DFlash draft checkpoint SGLang makes and the rules do not encode."""
+    from tools.sglang_diff import DRAFTS
+
+    args = {"speculative_algorithm": "DFLASH", "pp_size": 2, "speculative_draft_model_path": "/draft",
+            "disaggregation_mode": "prefill"}
+
+    def listed():
+        res = resolve_request(get_engine(), platform="sm90", model=dict(CATALOGUE["Qwen/Qwen3-8B"]), args=dict(args),
+                              draft_model=DRAFTS["DFLASH"])
+        return [(f.set, f.unset) for c in res.conflicts for f in c.fixes]
+
+    assert listed() == [({}, ("pp_size",)), ({}, ("speculative_algorithm",))]
+    monkeypatch.setattr(fixes, "_OMIT_ONLY", frozenset())
+    assert ({"speculative_algorithm": "DSPARK"}, ()) in listed()  # what the rule keeps out

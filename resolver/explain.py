@@ -441,9 +441,9 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
                 how = "; ".join(x for x in (f"add {typed}" if typed else "", f"remove {removed}" if removed else "") if x)
                 # wrapped plain, then coloured (escaping is idempotent: a wrapped line has no control left)
                 out += [f"{line[:9]}{style(line[9:], 'good')}" for line in style.wrap(how, " " * 9, " " * 11)]
-                also = getattr(f, "also", None)  # the other options a fix changes (resolver/fixes.py), when given
-                if also:
-                    out += style.wrap(f"also changes: {', '.join(map(str, also))}", "         ", "           ")
+                if f.also:  # the other options the fix changes (resolver/fixes.py)
+                    changes = ", ".join(f"{n} {show_value(old)} -> {show_value(new)}" for n, old, new in f.also)
+                    out += style.wrap(f"also changes {changes}", "         ", "           ")
         elif parent is None:
             fixed = [j for j, (other, _) in enumerate(ordered, 1) if other.fixes]
             if fixed:

@@ -16,9 +16,11 @@ itself break another rule reading that option (a kernel that cannot run here) is
 """
 from __future__ import annotations
 
+import functools
 import itertools
-from dataclasses import replace
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .errors import AmbiguousDefaultError
 from .options import to_argv
@@ -30,6 +32,23 @@ __all__ = ["attach_fixes", "platforms_that_resolve"]
 
 _MAX_FIXES = 8
 _MAX_SEARCH_FIXES = 3
+#: options the search for other changes may omit but never set to another value: SGLang checks their values
+#: against what no rule sees.  --quantization against the checkpoint's own quant_config (SGLang 0.5.23
+#: configs/model_config.py, _verify_quantization: "Quantization method specified in the model config (fp8)
+#: does not match ... (awq)"); --speculative-algorithm against the draft checkpoint, which is made for one
+#: algorithm (DSPARK's own checks in arg_groups/speculative_hook.py _handle_dspark are not encoded: a DFLASH
+#: launch switched to DSPARK is refused).  A rule's own allowed values and fix hints may still set them.
+_OMIT_ONLY = frozenset({"quantization", "speculative_algorithm"})
+_LORA_RUNNERS = frozenset({"lora_triton", "lora_cutedsl", "lora_marlin"})
+#: values no fix proposes: SGLang requires of them what no rule encodes yet.  The LoRA MoE runners need
+#: --enable-lora or --lora-paths (arg_groups/lora_hook.py, check_lora_moe_runner_args); DeepEP v2 needs a
+#: model architecture registered with register_deepep_vN_model (arg_groups/moe_hook.py)
+_NOT_PROPOSED: dict[str, frozenset] = {
+    "moe_runner_backend": _LORA_RUNNERS,
+    "speculative_moe_runner_backend": _LORA_RUNNERS,
+    "moe_a2a_backend": frozenset({"deepep_v2"}),
+    "speculative_moe_a2a_backend": frozenset({"deepep_v2"}),
+}
 
 
 class _Trial:
@@ -110,7 +129,7 @@ def attach_fixes(engine, request: Request, outcome: Outcome) -> tuple[ConflictRe
     for report in outcome.conflicts:
         rule = pack.rule(report.rule.id)
         if not isinstance(rule, Conflict):  # --strict: an adjustment of a typed value
-            reports.append(replace(report, fixes=tuple(_strict_fixes(trial, pack, report, flags))))
+            reports.append(replace(report, fixes=tuple(_strict_fixes(trial, pack, report, flags, outcome))))
             continue
         allowed = _allowed(trial, rule, outcome, report) if rule.option else None
         if allowed is not None and tuple(allowed) != tuple(report.allowed or ()):
@@ -119,11 +138,11 @@ def attach_fixes(engine, request: Request, outcome: Outcome) -> tuple[ConflictRe
         fixes = _fixes_for(trial, pack, rule, report, outcome, flags, allowed or ())
         reports.append(replace(report, fixes=tuple(fixes)))
     if reports and not any(r.fixes for r in reports):
-        reports[0] = replace(reports[0], fixes=_start_over(trial, pack, reports, flags))
+        reports[0] = replace(reports[0], fixes=_start_over(trial, pack, outcome, reports, flags))
     return tuple(reports)
 
 
-def _start_over(trial: _Trial, pack: RulePack, reports, flags) -> tuple[Fix, ...]:
+def _start_over(trial: _Trial, pack: RulePack, outcome: Outcome, reports, flags) -> tuple[Fix, ...]:
     """When no small change mends every conflict at once: omit every typed option the conflicts
     read (or, failing that, every typed option) and let the resolver pick them all; where what is
     left still conflicts, apply that conflict's own fix hint on top (a DSA model with no kernel
@@ -136,30 +155,40 @@ def _start_over(trial: _Trial, pack: RulePack, reports, flags) -> tuple[Fix, ...
         if not unset:
             continue
         names = " ".join(flags[n] for n in unset)
-        if trial.confirm({}, unset) is not None:
-            return (Fix(f"Omit {names} and let the resolver pick them all (no smaller change resolves every "
-                        f"conflict)", {}, unset, ()),)
+        out = trial.confirm({}, unset)
+        if out is not None:
+            return (_fix(pack, outcome, f"Omit {names} and let the resolver pick them all (no smaller "
+                         f"change resolves every conflict)", {}, unset, out),)
         left = trial.screen({}, unset)
         for c in (left.conflicts if left is not None else ()):
             rule = pack.rule(c.rule.id)
             for hint in getattr(rule, "hints", ()):
                 keep_unset = tuple(n for n in unset if n not in hint.set)
-                if trial.confirm(dict(hint.set), keep_unset) is not None:
+                out = trial.confirm(dict(hint.set), keep_unset)
+                if out is not None and not _unfit(pack, trial.request, dict(hint.set)):
                     omitted = " ".join(flags[n] for n in keep_unset)
-                    return (Fix((f"Omit {omitted}; then: " if omitted else "") + hint.description, dict(hint.set),
-                                keep_unset, to_argv(pack, dict(hint.set))),)
+                    return (_fix(pack, outcome, (f"Omit {omitted}; then: " if omitted else "")
+                                 + hint.description, dict(hint.set), keep_unset, out),)
     return ()
 
 
-def _strict_fixes(trial: _Trial, pack: RulePack, report: ConflictReport, flags) -> list[Fix]:
-    """Under --strict: type the value the adjustment wanted, or omit the option."""
+def _strict_fixes(trial: _Trial, pack: RulePack, report: ConflictReport, flags, outcome: Outcome) -> list[Fix]:
+    """Under --strict: type the value the adjustment wanted, omit the option, or keep the typed value
+    and pick another backend (an option with a kernel role the adjustment reads and the user did not
+    type): --page-size 16 with DeepSeek-V3 on B200 is kept by flashinfer, not by trtllm_mla."""
     name, (wanted,) = report.options[0], report.allowed
-    fixes = []
-    for set_, unset, text in (({name: wanted}, (), f"Use {flags[name]} {show_value(wanted)}"),
-                              ({}, (name,), f"Omit {flags[name]} and let the resolver pick")):
-        if trial.confirm(set_, unset) is not None:
-            fixes.append(Fix(text, set_, unset, to_argv(pack, set_)))
-    return fixes
+    user = trial.request.args
+    proposals: list[tuple] = [
+        (1, lambda out: f"Use {flags[name]} {show_value(wanted)}", {name: wanted}, (), False),
+        (1, lambda out: f"Omit {flags[name]} and let the resolver pick", {}, (name,), False)]
+    when = getattr(pack.rule(report.rule.id), "when", None)
+    backends = {n for n in options_behind(pack, when.names()) if pack.options[n].kernel_role} if when is not None else set()
+    for other in sorted(backends - {name} - set(user)):
+        for value in _domain(pack, other, outcome.values.get(other), False):
+            set_, unset = ({other: value}, ()) if value is not None else ({}, (other,))
+            proposals.append((1, lambda out, s=set_, u=unset: _describe_change(pack, flags, s, u, name, user),
+                              set_, unset, False, "search"))
+    return _ranked(trial, pack, outcome, proposals, caps={"search": _MAX_SEARCH_FIXES})
 
 
 def _values(outcome: Outcome) -> dict[str, Any]:
@@ -171,7 +200,7 @@ def _allowed(trial: _Trial, rule: Conflict, outcome: Outcome, report: ConflictRe
     before = {c.rule.id for c in outcome.conflicts}
     keep = []
     for value in rule.allowed:
-        if value is None:
+        if value is None or _foreign(trial.engine.pack, trial.request, {rule.option: value}):
             continue
         trial_out = trial.screen({rule.option: value})
         if trial_out is None:
@@ -188,8 +217,9 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
     user = trial.request.args
     proposals: list[tuple[int, str, dict, tuple]] = []  # (size, description-maker key, set, unset)
 
-    def propose(size: int, set_: dict, unset: tuple, describe: Callable[[Outcome], str], fallback: bool = False):
-        proposals.append((size, describe, set_, unset, fallback))
+    def propose(size: int, set_: dict, unset: tuple, describe: Callable[[Outcome], str], fallback: bool = False,
+                group: str | None = None):
+        proposals.append((size, describe, set_, unset, fallback, group))
 
     for name in report.options:
         if name in user:
@@ -207,10 +237,11 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
         propose(len(hint.set) + len(hint.unset), dict(hint.set), tuple(hint.unset), lambda out, h=hint: h.description)
     for set_, unset in _search(trial, pack, rule, report, outcome):
         size = len(set_) + len(unset)
-        propose(size, set_, unset, lambda out, s=set_, u=unset, o=rule.option: _describe_change(pack, flags, s, u, o, user))
+        propose(size, set_, unset, lambda out, s=set_, u=unset, o=rule.option: _describe_change(pack, flags, s, u, o, user),
+                group="search")
 
     completed = []
-    for size, describe, set_, unset, fallback in proposals:
+    for size, describe, set_, unset, fallback, group in proposals:
         screened = trial.screen(set_, unset)
         if screened is None or rule.ref.id in {c.rule.id for c in screened.conflicts}:
             continue
@@ -228,29 +259,230 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
                 also = _describe_change(pack, flags, extra_set, extra_unset, None, user)
                 describe = (lambda out, d=describe, a=also: f"{d(out)}; also {a[0].lower()}{a[1:]}")
             fallback = True
-        completed.append((size, describe, set_, unset, fallback))
+        completed.append((size, describe, set_, unset, fallback, group))
 
-    fixes: list[Fix] = []
-    seen = set()
-    outcomes = set()  # two spellings of one change (bf16 / bfloat16) that resolve alike: list one
-    # fallbacks (several changes mending several conflicts at once) only when nothing direct works
-    for size, describe, set_, unset, fallback in sorted(completed, key=lambda p: (p[4], p[0])):
+    return _ranked(trial, pack, outcome, completed, caps={"search": _MAX_SEARCH_FIXES})
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """One change that screened clean, with what the ranking reads."""
+
+    set: dict[str, Any]
+    unset: tuple[str, ...]
+    describe: Callable[[Outcome], str]
+    group: str | None
+    rank: tuple
+
+
+def _ranked(trial: _Trial, pack: RulePack, outcome: Outcome, proposals, limit: int = _MAX_FIXES,
+            caps: dict[str, int] | None = None) -> list[Fix]:
+    """The proposals ``(size, describe, set, unset, fallback[, group])`` that resolve, best first, one
+    per resulting configuration, at most ``limit`` (and at most ``caps[group]`` of a group).
+
+    Order (docs/explain.md, "Which fixes, in which order"): a fallback (several changes mending several
+    conflicts at once) only when nothing direct works; then fewest changes; then fewest of the user's
+    typed options changed (by the fix or as its consequence); then kernels: fewest chosen backends
+    whose kernel verdict here is not "supported", fewest backends moved off the resolver's own pick,
+    and a backend earlier in SGLang's own default order for this platform and model (the defaults
+    that held, by priority); then fewest other values changed; then an omission before a value set;
+    then the order proposed.  Two fixes under which every option resolves alike are one: the first
+    in that order is kept (omitting --kv-cache-dtype, not "use --kv-cache-dtype auto" when auto is
+    what the resolver picks).  A fix that picks a backend of another device family is never offered."""
+    request = trial.request
+    candidates: list[_Candidate] = []
+    seen: set = set()
+    for index, (size, describe, set_, unset, fallback, *group) in enumerate(proposals):
         key = trial.key(set_, unset)
-        if key in seen or fallback and fixes:
+        if key in seen:
             continue
         seen.add(key)
-        out = trial.confirm(set_, unset)
+        set_key, unset_key = dict(key[0]), key[1]
+        if _unfit(pack, request, set_key):
+            continue
+        screened = trial.screen(set_key, unset_key)
+        if screened is None or screened.conflicts or _overrides(pack, request, outcome, screened, set_key, unset_key):
+            continue
+        rank = (fallback, size, *_preference(pack, request, outcome, screened, set_key, unset_key), len(set_key), index)
+        candidates.append(_Candidate(set_key, unset_key, describe, group[0] if group else None, rank))
+    fixes: list[Fix] = []
+    configurations = set()
+    taken: dict[str | None, int] = {}
+    for cand in sorted(candidates, key=lambda c: c.rank):
+        if cand.rank[0] and fixes:
+            break  # sorted: every candidate left is a fallback
+        if caps and cand.group in caps and taken.get(cand.group, 0) >= caps[cand.group]:
+            continue
+        out = trial.confirm(cand.set, cand.unset)
         if out is None:
             continue
-        same = tuple(sorted(out.values.items(), key=str))
-        if same in outcomes and (set_ or unset) and size > 1:
+        same = _configuration(trial.engine.compiled, out)
+        if same in configurations:
             continue
-        outcomes.add(same)
-        set_key, unset_key = key  # "set a flag to false" is written as "omit it"
-        fixes.append(Fix(describe(out), dict(set_key), unset_key, to_argv(pack, dict(set_key))))
-        if len(fixes) >= _MAX_FIXES:
+        configurations.add(same)
+        taken[cand.group] = taken.get(cand.group, 0) + 1
+        fixes.append(_fix(pack, outcome, cand.describe(out), cand.set, cand.unset, out))
+        if len(fixes) >= limit:
             break
     return fixes
+
+
+def _overrides(pack: RulePack, request: Request, now: Outcome, then: Outcome, set_: dict, unset: tuple) -> bool:
+    """Does the fix leave a typed backend alone but have a rule change it (--prefill-attention-backend
+    fa4 beside a typed --decode-attention-backend fa4 replaces a typed --attention-backend)?  Such a fix does
+    not keep the choice it seems to keep, and SGLang may check the typed value before the rule's change:
+    deterministic inference refuses a typed torch_native (arg_groups/overrides.py
+    _deterministic_attention_backend) before the prefill/decode pair replaces it (_attention_backend_default)."""
+    return any(n in pack.options and pack.options[n].kernel_role and n not in set_ and n not in unset
+               and then.values.get(n) != now.values.get(n) for n in request.args)
+
+
+def _configuration(compiled, out: Outcome) -> tuple:
+    """Every option's value, each spelling the rule pack normalises written as it normalises it (bf16 and
+    bfloat16 are one KV dtype: rules/dsa.yaml adjust.dsa.kv.bf16-spelling)."""
+    spellings = _spellings(compiled)
+    return tuple(sorted(((n, spellings.get((n, v), v) if isinstance(v, str) else v) for n, v in out.values.items()),
+                        key=str))
+
+
+def _spellings(compiled) -> dict[tuple[str, Any], Any]:
+    """(option, spelling) -> the value a normalisation (an adjustment marked normalize, from a constant to
+    a constant) writes it as; worked out once per compiled pack."""
+    known = compiled.memo.get("fixes.spellings")
+    if known is not None:
+        return known
+    out: dict[tuple[str, Any], Any] = {}
+    for adjust in compiled.pack.adjusts:
+        if not adjust.normalize or isinstance(adjust.value, dict):
+            continue
+        for branch in adjust.when.branches:
+            for atom in branch:
+                if atom.name == adjust.option and atom.op == "eq" and isinstance(atom.value, str):
+                    out[(adjust.option, atom.value)] = adjust.value
+    compiled.memo["fixes.spellings"] = out
+    return out
+
+
+def _preference(pack: RulePack, request: Request, now: Outcome, then: Outcome, set_: dict, unset: tuple) -> tuple:
+    """(typed options changed, chosen backends without a "supported" verdict, backends changed, their
+    places in SGLang's default order, other values changed): the smaller the better."""
+    typed = sum(1 for n in request.args if n in pack.options
+                and (n in unset or n in set_ or then.values.get(n) != now.values.get(n)))
+    not_supported = moved = place = 0
+    for name, opt in pack.options.items():
+        if not opt.kernel_role:
+            continue
+        backend = then.values.get(name)
+        if backend is not None and backend not in opt.unset_values:
+            verdict = then.facts.get(f"kernel.{name}")
+            not_supported += verdict is not None and verdict.value not in ("supported", "delegated")
+        if backend != now.values.get(name):
+            moved += 1
+            order = _default_order(now, name)
+            place += order.index(backend) if backend in order else len(order)
+    others = sum(1 for n in pack.options if then.values.get(n) != now.values.get(n))
+    return typed, not_supported, moved, place, others
+
+
+def _default_order(outcome: Outcome, name: str) -> list[Any]:
+    """The values the defaults of ``name`` that held here would give it, highest priority first: SGLang's
+    own preference for this platform and model (trtllm_mla, then flashinfer, then triton for DeepSeek-V3
+    on B200).  The adapters carry no speed order; this is the order the resolver itself picks in."""
+    derivation = outcome.derivations.get(name)
+    order: list[Any] = []
+    for cand in sorted(derivation.candidates if derivation else (), key=lambda c: -c.priority):
+        if cand.value not in order:
+            order.append(cand.value)
+    return order
+
+
+def _fix(pack: RulePack, outcome: Outcome, description: str, set_: dict, unset: tuple, out: Outcome) -> Fix:
+    return Fix(description, dict(set_), tuple(unset), to_argv(pack, dict(set_)), _also(pack, outcome, out, set_, unset))
+
+
+def _also(pack: RulePack, now: Outcome, then: Outcome, set_: dict, unset: tuple) -> tuple[tuple[str, Any, Any], ...]:
+    """What else a fix changes: every option whose value differs, other than those the fix sets or omits
+    and those that are not the conflict-free part of the current resolution (what a conflict names, and
+    what was derived from that: the prefill backend nvfp4 picked is no choice to keep)."""
+    skip = set(set_) | set(unset) | _in_conflict(pack, now)
+    return tuple((n, now.values.get(n), then.values.get(n)) for n in pack.options
+                 if n not in skip and now.values.get(n) != then.values.get(n))
+
+
+def _in_conflict(pack: RulePack, outcome: Outcome) -> set[str]:
+    """The options a conflict names, and every name derived (by its rule, or an adjustment) from one."""
+    tainted = {n for c in outcome.conflicts for n in c.options}
+
+    def base(fact: str) -> str:  # user.X, typed.X and kernel.X are about option X
+        return fact_name(fact).option or fact
+
+    for name, d in outcome.derivations.items():  # in the order they were decided: what a name reads comes first
+        reads = [f.name for f in d.facts] + [f.name for a in d.adjustments for f in a.facts]
+        if name not in tainted and any(base(f) in tainted for f in reads):
+            tainted.add(name)
+    return tainted
+
+
+def _unfit(pack: RulePack, request: Request, set_: dict) -> bool:
+    """A change no fix proposes: a value of another device family, or one SGLang checks beyond the rules."""
+    return any(v in _NOT_PROPOSED.get(n, ()) for n, v in set_.items() if isinstance(v, str)) \
+        or _foreign(pack, request, set_)
+
+
+def _foreign(pack: RulePack, request: Request, set_: dict) -> bool:
+    """Does the change pick a value of another device family than the target's: ``ascend`` (Huawei
+    NPUs) or ``intel_xpu`` anywhere, ``aiter`` on NVIDIA, a CUDA-only kernel on ROCm?  The kernel
+    adapters tie backends to vendors (resolver/adapters); a value of any option whose name holds such a
+    backend's name (``ascend_tp``, ``flashinfer_megamoe``, ``experimental_sgl_trtllm``) is of its family."""
+    kernels = request.kernels if request.kernels is not None else _builtin_registry()
+    vendor = request.platform.vendor
+    return any(isinstance(v, str) and _of_another_family(kernels, v, vendor) for n, v in set_.items() if n in pack.options)
+
+
+def _builtin_registry():
+    from .adapters.registry import registry  # loaded only when a fix is checked without a request's registry
+
+    return registry()
+
+
+@functools.lru_cache(maxsize=8)
+def _families(kernels) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """backend -> (the vendors of the platforms some adapter lets it run on, or where SGLang's own checks
+    refuse it: its device family; the platforms an adapter says it cannot run on, whatever the KV dtype,
+    model or weights)."""
+    from .platforms import ALL_PLATFORMS
+
+    vendor = {p.name: p.vendor for p in ALL_PLATFORMS}
+    runs: dict[str, set[str]] = {}
+    cannot: dict[str, set[str]] = {}
+    for adapter in kernels.adapters:
+        for claim in adapter.claims:
+            for backend in claim.backends:
+                runs.setdefault(backend, set())
+                cannot.setdefault(backend, set())
+                if claim.status != "unsupported":
+                    runs[backend] |= {vendor[p] for p in claim.platforms if p in vendor}
+                elif claim.kv_dtypes is None and claim.mla is None and claim.quantizations is None:
+                    cannot[backend] |= set(claim.platforms)
+    return {b: (frozenset(runs[b]), frozenset(cannot[b])) for b in runs}
+
+
+def _of_another_family(kernels, value: str, vendor: str) -> bool:
+    """True when ``value``, or a backend named inside it (between underscores), is of another device
+    family than ``vendor``'s: the adapters let it run on other vendors' platforms only, or on none at all
+    and never on any of ``vendor``'s (a backend no adapter speaks about is unknown, not foreign)."""
+    from .platforms import ALL_PLATFORMS
+
+    families = _families(kernels)
+    tokens = value.split("_")
+    named = {value} | {"_".join(tokens[i:j]) for i in range(len(tokens)) for j in range(i + 1, len(tokens) + 1)}
+    for backend in sorted(named & set(families)):
+        runs, cannot = families[backend]
+        if vendor in runs:
+            continue
+        if runs or all(p.name in cannot for p in ALL_PLATFORMS if p.vendor == vendor):
+            return True
+    return False
 
 
 def _repairs(out: Outcome, rule_id: str, before: set[str]) -> bool:
@@ -338,7 +570,8 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
     changes = []
     for name in sorted(read):
         for value in _domain(pack, name, outcome.values.get(name), name in user):
-            changes.append((name, value))
+            if value is None or name not in _OMIT_ONLY and not _unfit(pack, trial.request, {name: value}):
+                changes.append((name, value))
     found = []
     for size in range(1, max_size + 1):
         for combo in itertools.combinations(changes, size):
@@ -357,8 +590,9 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
         out = trial.screen(*fix)
         return sum(out.values.get(n) != v for n, v in fix[0].items())
 
-    found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f)))  # stable: the declared order of values
-    return found[:_MAX_SEARCH_FIXES]
+    # stable: the declared order of values; at most _MAX_SEARCH_FIXES of them are listed, the best after ranking
+    found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f)))
+    return found
 
 
 def platforms_that_resolve(engine, request: Request) -> tuple[str, ...]:

@@ -157,9 +157,13 @@ class Fix:
     set: dict[str, Any]
     unset: tuple[str, ...]
     argv: tuple[str, ...]
+    #: what else the fix changes: (option, value now, value under the fix) for every option, other than
+    #: those the fix sets or omits and those a conflict names, whose resolved value differs
+    also: tuple[tuple[str, Any, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"description": self.description, "set": dict(self.set), "unset": list(self.unset), "argv": list(self.argv)}
+        return {"description": self.description, "set": dict(self.set), "unset": list(self.unset), "argv": list(self.argv),
+                "also": [{"option": n, "from": old, "to": new} for n, old, new in self.also]}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resolver import ResolverError
+from resolver.adapters.registry import registry
 from resolver.api import get_engine, resolve_request
+from resolver.fixes import _configuration, _of_another_family
 from resolver.loader import default_rules_dir
 from resolver.resolution import run
 
@@ -66,6 +68,32 @@ def test_every_listed_fix_resolves(request):
             fixed = {k: v for k, v in args.items() if k not in fix.unset}
             fixed.update(fix.set)
             assert _resolve(engine, platform, model, fixed, fixes=False, installed=installed).ok, (args, fix)
+
+
+@SETTINGS
+@given(requests)
+def test_fixes_differ_keep_to_the_family_say_what_else_changes_and_grow(request):
+    """No two fixes of a conflict resolve alike, none picks a value of another device family, each
+    one's ``also`` is what it changes besides what it sets or omits, and the smallest come first."""
+    engine = get_engine()
+    platform, model, args, installed = request
+    res = _resolve(engine, platform, model, args, installed=installed)
+    vendor = res.request.platform.vendor
+    for conflict in res.conflicts:
+        seen = []
+        sizes = [len(f.set) + len(f.unset) for f in conflict.fixes]
+        assert sizes == sorted(sizes), conflict.fixes
+        for fix in conflict.fixes:
+            assert not [v for v in fix.set.values() if isinstance(v, str) and _of_another_family(registry(), v, vendor)]
+            fixed = {k: v for k, v in args.items() if k not in fix.unset}
+            fixed.update(fix.set)
+            out = _resolve(engine, platform, model, fixed, fixes=False, installed=installed)
+            same = _configuration(engine.compiled, out.outcome)
+            assert same not in seen, (args, fix)
+            seen.append(same)
+            for name, old, new in fix.also:
+                assert name not in fix.set and name not in fix.unset
+                assert (res.values[name], out.values[name]) == (old, new), (args, fix)
 
 
 @SETTINGS

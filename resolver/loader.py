@@ -555,7 +555,7 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
 RESOLVER_FLAGS = frozenset({
     "-h", "--help", "--platform", "--compute-capability", "--gpu-memory-gb", "--vendor", "--model-config",
     "--model-arch", "--check-installed", "--gpus-per-node", "--env", "--installed", "--explain", "--format", "--color",
-    "--require-known-kernels", "--strict", "--rules", "--batch", "--no-fixes",
+    "--require-known-kernels", "--strict", "--rules", "--batch", "--jobs", "--no-fixes", "--verbose", "--why-not",
 })
 
 

@@ -249,7 +249,7 @@ def test_a_fleet_check_explains_each_failure_and_counts_conflicts_by_rule(tmp_pa
     text = err.getvalue()
     assert "llama-h100" not in text  # resolved requests are not explained
     assert "seed: conflict\n  - [conflict.hisparse.decode.cuda-fp8] HiSparse supports" in text
-    assert "    fix: remove --dsa-decode-backend (2 more)" in text
+    assert "    fix: remove --dsa-decode-backend (1 more)" in text
     assert "batch: 1 resolved, 2 conflicted, 0 failed" in text
     assert "conflicts by rule:\n" in text and "1 x conflict.hisparse.decode.cuda-fp8" in text
 

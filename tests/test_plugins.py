@@ -122,10 +122,13 @@ def test_two_plugins_with_one_name_the_second_is_refused(plugins):
 def test_a_plugin_with_its_own_name_may_override_a_builtin_claim_and_says_so(plugins):
     plugins({"fa3_notes": OVERRIDE}, "notes = fa3_notes:ADAPTER\n")
     assert registry().errors == []
-    code, doc = _json(["--platform", "h100", "--attention-backend", "fa3"])
+    code, doc = _json(["--platform", "h100", "--attention-backend", "fa3", "--explain"])
     assert code == 1 and doc["warnings"] == []
     (conflict,) = doc["conflicts"]
-    assert "vendor erratum 7" in conflict["message"] and "entry point notes = fa3_notes:ADAPTER" in conflict["message"]
+    # the headline names the adapter; its evidence (with where the plugin came from) is the conflict's details
+    assert "kernel adapter fa3-vendor-notes" in conflict["message"]
+    (evidence,) = conflict["details"].values()
+    assert "vendor erratum 7" in evidence and "entry point notes = fa3_notes:ADAPTER" in evidence
 
 
 def test_a_plugin_that_fails_to_load_is_a_warning_on_every_result(plugins):

@@ -84,10 +84,14 @@ def test_an_unknown_gpu_is_named(monkeypatch):
         detect.detect_platform([("nvidia-smi", detect.probe_nvidia_smi)])
 
 
-def test_the_explanation_says_how_the_platform_was_found(monkeypatch):
+def test_the_explanation_says_how_the_platform_was_found(monkeypatch, request):
     from resolver import resolve
+    from resolver.adapters import reload_registry
     from resolver.adapters.base import Probe
     from resolver.adapters.registry import Registry
+
+    reload_registry()  # probes are cached per registry: an earlier test (resolve kernels) may have probed this machine
+    request.addfinalizer(reload_registry)  # and the fake probes below must not outlive this test
 
     monkeypatch.setattr(detect, "_run", _fake_run({"nvidia-smi": "NVIDIA B200, 10.0\n"}))
     monkeypatch.setattr(detect.importlib.util, "find_spec", lambda name: None)

@@ -55,7 +55,8 @@ class Engine:
         if isinstance(arch, str):
             known = self.architectures.get(arch.lower())
             if known is not None and known != arch:
-                raise InputError(f"unknown model architecture '{arch}'. Did you mean '{known}'? (names are case-sensitive)")
+                raise InputError(f"unknown model architecture '{arch}'. Did you mean '{known}'? "
+                                 "(names are case-sensitive)")
 
 
 # A small LRU: every rules directory and version gets its own engine (~5.5 MB, most of it the
@@ -213,8 +214,9 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
             probe = (kernels.probed or {}).get(adapter.name)
             if adapter.package and isinstance(probe, Probe):
                 state = f"{adapter.package} {probe.version or ''}".strip()
+                found = "found" if probe.installed else "not found"
                 probed[adapter.package.replace("-python", "")] = (probe.installed, Origin(
-                    "installed", "probed", f"probed on this machine: {state} {'found' if probe.installed else 'not found'}"))
+                    "installed", "probed", f"probed on this machine: {state} {found}"))
     if args is not None and not isinstance(args, dict):
         raise InputError(f"args must be a mapping of option names to values, got {type(args).__name__}")
     rule_args, unchecked, arg_notes = split_unchecked(engine.pack, dict(args or {}), flags)

@@ -146,9 +146,10 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     return p
 
 
-_OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-per-node", "--env", "--vendor", "--model-config", "--model-arch", "--installed",
-              "--strict", "--require-known-kernels", "--check-installed", "--explain", "--verbose", "--why-not", "--format", "--color", "--rules", "--batch", "--jobs", "--no-fixes",
-              "--help")
+_OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-per-node", "--env", "--vendor",
+              "--model-config", "--model-arch", "--installed", "--strict", "--require-known-kernels",
+              "--check-installed", "--explain", "--verbose", "--why-not", "--format", "--color", "--rules", "--batch",
+              "--jobs", "--no-fixes", "--help")
 
 
 def _flag_names(pack: RulePack) -> list[str]:
@@ -237,7 +238,8 @@ def _emit(res, ns, out: Output, err: Output) -> int:
         raise InputError(f"--explain {only}: no such option.{_suggest(only, res.engine.pack.options)}")
     explain = bool(ns.explain) or ns.verbose
     if ns.format == "json":
-        out.write(json.dumps(to_json_dict(res, explain=explain, why_not=(only,) if only else ()), indent=2, sort_keys=False) + "\n")
+        out.write(json.dumps(to_json_dict(res, explain=explain, why_not=(only,) if only else ()), indent=2,
+                             sort_keys=False) + "\n")
     elif ns.format == "args" and not res.conflicts:
         from .launch_line import launch_argv, shell_line
 
@@ -246,7 +248,8 @@ def _emit(res, ns, out: Output, err: Output) -> int:
         from .launch_line import export_lines
 
         out.write("".join(line + "\n" for line in export_lines(res)))
-    elif ns.format in ("args", "env"):  # nothing to paste: say why where a script reading stdout will not take it as a command
+    elif ns.format in ("args", "env"):
+        # nothing to paste: say why where a script reading stdout will not take it as a command
         err.write_safe(render_text(res, explain=explain, only=only, style=Style.for_stream(err, ns.color),
                                    verbose=ns.verbose))
     else:

@@ -35,26 +35,28 @@ def platforms(argv: list[str], out: TextIO) -> int:
         detected = {"name": detection.platform.name, "how": detection.how}
     except InputError as exc:
         problem = str(exc)
-    rows: list[dict[str, Any]] = [{"name": pl.name, "vendor": pl.vendor, "capability": f"{pl.major}.{pl.minor}", "aliases": list(pl.aliases),
-             "description": pl.description, "gpu_memory_gb": pl.gpu_memory_gb,
+    rows: list[dict[str, Any]] = [{"name": pl.name, "vendor": pl.vendor, "capability": f"{pl.major}.{pl.minor}",
+             "aliases": list(pl.aliases), "description": pl.description, "gpu_memory_gb": pl.gpu_memory_gb,
              "alias_gpu_memory_gb": {a: ALIAS_GPU_MEMORY_GB[a] for a in pl.aliases if a in ALIAS_GPU_MEMORY_GB}}
             for pl in PLATFORMS]
     if ns.format == "json":
         out.write(json.dumps({"platforms": rows, "detected": detected, "detection_error": problem or None}, indent=2)
                   + "\n")
         return 0
-    out.write(f"{'name':<8} {'vendor':<7} {'capability':<11} {'memory':<7} {'aliases (other memory)':<60} description\n")
+    out.write(f"{'name':<8} {'vendor':<7} {'capability':<11} {'memory':<7} {'aliases (other memory)':<60} "
+              "description\n")
     for r in rows:
         aliases = ", ".join(f"{a} ({r['alias_gpu_memory_gb'][a]:g} GB)" if a in r["alias_gpu_memory_gb"] else a
                             for a in r["aliases"])
-        out.write(f"{r['name']:<8} {r['vendor']:<7} {r['capability']:<11} {r['gpu_memory_gb']:g} GB{'':<2} {aliases:<60} "
-                  f"{r['description']}\n")
+        out.write(f"{r['name']:<8} {r['vendor']:<7} {r['capability']:<11} {r['gpu_memory_gb']:g} GB{'':<2} "
+                  f"{aliases:<60} {r['description']}\n")
     out.write("\nthis machine: " + (detected["how"] if detected else problem) + "\n")
     return 0
 
 
 def kernels(argv: list[str], out: TextIO) -> int:
-    p = _parser("kernels", "List the kernel adapters: what each serves and can run, and whether its package is installed here.")
+    p = _parser("kernels", "List the kernel adapters: what each serves and can run, and whether its package is "
+                           "installed here.")
     p.add_argument("backend", nargs="?", help="show only the adapters serving this backend (e.g. trtllm_mla)")
     p.add_argument("--evidence", metavar="ID", help="print what an evidence id (e.g. S9, B7, GH1, R1, MK3, P5) stands "
                                                   "for: what was observed, where, a public link (docs/evidence.md)")
@@ -80,13 +82,15 @@ def kernels(argv: list[str], out: TextIO) -> int:
     for r in rows:
         state = ("probe failed: " + r["probe_error"]) if r["probe_error"] else (
             f"installed {r['version'] or ''}".strip() if r["installed"] else "not installed here")
-        out.write(f"{r['name']} ({r['source']}): {r['family']}\n  package: {r['package'] or 'part of SGLang'}; {state}\n")
+        out.write(f"{r['name']} ({r['source']}): {r['family']}\n"
+                  f"  package: {r['package'] or 'part of SGLang'}; {state}\n")
         if r["probe_detail"]:
             out.write(f"  probe: {r['probe_detail']}\n")
         for backend, roles in r["serves"].items():
             if ns.backend not in (None, backend):
                 continue
-            out.write(f"  {backend} [{', '.join(roles)}]\n" if roles else f"  {backend} (no claims: unknown everywhere)\n")
+            out.write(f"  {backend} [{', '.join(roles)}]\n" if roles
+                      else f"  {backend} (no claims: unknown everywhere)\n")
             for c in r["claims"]:
                 if backend in c["backends"]:
                     scope = f" with {c['scope']}" if c["scope"] else ""

@@ -24,7 +24,8 @@ class Style:
 
     The defaults draw plain, unwrapped text, which is what golden files, logs and pipes get."""
 
-    _CODES: ClassVar[dict[str, str]] = {"bad": "1;31", "good": "32", "rule": "2", "name": "1", "warn": "33", "head": "1"}
+    _CODES: ClassVar[dict[str, str]] = {"bad": "1;31", "good": "32", "rule": "2", "name": "1", "warn": "33",
+                                        "head": "1"}
 
     def __init__(self, colour: bool = False, width: int | None = None):
         self.colour = colour
@@ -135,7 +136,8 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
     lines += style.wrap(f"platform: {req.platform.name} ({req.platform_source})", "", "          ")
     given = req.model.get("model.from_arch_only")
     source = given[1].where if given else ""
-    lines += style.wrap(f"model:    {model or '(none given)'}" + (f" (from {source})" if model and source else ""), "", "          ")
+    lines += style.wrap(f"model:    {model or '(none given)'}" + (f" (from {source})" if model and source else ""),
+                        "", "          ")
     if res.conflicts:
         lines.append("")
         lines += _conflicts(res, style, explain or verbose)
@@ -213,7 +215,8 @@ def _brief_why(res, style: Style) -> list[str]:
             lines[0] = f"  {style(name, 'name')} = {style(shown, 'good')}{lines[0][len(plain):]}"
         out += lines
         if d.facts:
-            out += style.wrap("from: " + ", ".join(f"{f.name} = {show_value(f.value)}" for f in d.facts), "    ", "      ")
+            out += style.wrap("from: " + ", ".join(f"{f.name} = {show_value(f.value)}" for f in d.facts),
+                              "    ", "      ")
         for a in d.adjustments:
             kind = "normalised" if a.normalize else "adjusted"
             out += style.wrap(f"{kind} {show_value(a.old)} -> {show_value(a.new)} by {a.rule.id}", "    ", "      ")
@@ -296,7 +299,8 @@ def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) 
         out += style.wrap(f"kernel on {res.request.platform.name}: {kernel.value} ({why})", "    ", "      ")
     for a in d.adjustments:
         kind = "normalised" if a.normalize else "adjusted"
-        out += style.wrap(f"{kind} {show_value(a.old)} -> {show_value(a.new)} by {a.rule}: {a.message}", "    ", "      ")
+        out += style.wrap(f"{kind} {show_value(a.old)} -> {show_value(a.new)} by {a.rule}: {a.message}",
+                          "    ", "      ")
     if d.candidates:
         out.append("    other candidates:")
         for c in d.candidates:
@@ -308,7 +312,8 @@ def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) 
 
         losers = why_not(res, name, rerun=rerun)
         if losers:
-            out += style.wrap(f"why not{' (each value typed instead, re-resolved)' if rerun else ''}:", "    ", "      ")
+            out += style.wrap(f"why not{' (each value typed instead, re-resolved)' if rerun else ''}:",
+                              "    ", "      ")
             for w in losers:
                 out += style.wrap(describe(w), "      - ", "        ")
     return out
@@ -387,7 +392,8 @@ def conflict_order(res) -> list[tuple[Any, int | None]]:
             return False
         return not (fixes[j] == fixes[i] and typed[j] == typed[i]) or i < j
 
-    parent: list[int | None] = [next((i for i in range(len(ordered)) if under(j, i)), None) for j in range(len(ordered))]
+    parent: list[int | None] = [next((i for i in range(len(ordered)) if under(j, i)), None)
+                                for j in range(len(ordered))]
     roots: list[int | None] = []
     for j in range(len(ordered)):
         i, seen = parent[j], {j}
@@ -395,7 +401,7 @@ def conflict_order(res) -> list[tuple[Any, int | None]]:
             seen.add(i)
             i = parent[i]
         roots.append(i)
-    return list(zip(ordered, roots))
+    return list(zip(ordered, roots, strict=True))
 
 
 def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
@@ -414,8 +420,8 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
         out += [style(f"[{i}] ", "bad") + lines[0][len(f"[{i}] "):], *lines[1:]]
         out += style.wrap(_root_cause(res, c), "    root cause: ", "      ")
         if parent is not None:
-            out += style.wrap(f"follows from [{parent + 1}]: its fixes and the flags it reads are among [{parent + 1}]'s",
-                              "    ", "      ")
+            out += style.wrap(f"follows from [{parent + 1}]: its fixes and the flags it reads are among "
+                              f"[{parent + 1}]'s", "    ", "      ")
         if explain:
             out += [line.replace(_e(str(c.rule)), style(str(c.rule), "rule"))
                     for line in style.wrap(f"rule: {c.rule}", "    ", "      ")]
@@ -423,8 +429,8 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
             # the option the rule restricts (a --strict refusal: the option its adjustment changes), which is
             # not always the first option involved (trtllm_mla's KV dtypes restrict kv_cache_dtype)
             restricted = getattr(res.engine.pack.rule(c.rule.id), "option", None) or (c.options[0] if c.options else "")
-            out += style.wrap(f"allowed {restricted}: {', '.join(map(show_value, c.allowed)) or 'none on this platform'}",
-                              "    ", "      ")
+            allowed = ", ".join(map(show_value, c.allowed)) or "none on this platform"
+            out += style.wrap(f"allowed {restricted}: {allowed}", "    ", "      ")
         if explain:
             if c.evidence:
                 out += style.wrap(c.evidence, "    evidence: ", "      ")
@@ -438,7 +444,8 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
                 out += style.wrap(f.description, f"      {j}. ", "         ")
                 typed = " ".join(f.argv)
                 removed = " ".join(res.engine.pack.options[n].flag for n in f.unset)
-                how = "; ".join(x for x in (f"add {typed}" if typed else "", f"remove {removed}" if removed else "") if x)
+                how = "; ".join(x for x in (f"add {typed}" if typed else "", f"remove {removed}" if removed else "")
+                                if x)
                 # wrapped plain, then coloured (escaping is idempotent: a wrapped line has no control left)
                 out += [f"{line[:9]}{style(line[9:], 'good')}" for line in style.wrap(how, " " * 9, " " * 11)]
                 if f.also:  # the other options the fix changes (resolver/fixes.py)

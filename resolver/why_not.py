@@ -138,7 +138,8 @@ def _not_fired(rule: Default, known: dict[str, Any]) -> Reason:
     if failing:
         atom = failing[0]
         more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
-        text = f"default {rule.ref.id} did not fire: needs {atom}, but {atom.name} = {show_value(known.get(atom.name))}{more}"
+        text = (f"default {rule.ref.id} did not fire: needs {atom}, "
+                f"but {atom.name} = {show_value(known.get(atom.name))}{more}")
     else:
         text = f"default {rule.ref.id} did not fire"
     return Reason("not-fired", rule.ref.id, text, _where(rule.ref))

@@ -219,7 +219,8 @@ def test_an_option_named_like_a_resolver_flag(tmp_path, name):
 
 def test_two_new_options_with_one_flag(tmp_path):
     files = {"a.yaml": _option("--adversarial-switch"),
-             "b.yaml": _option("--adversarial-switch", name="other_switch").replace("option.adversarial", "option.other")}
+             "b.yaml": _option("--adversarial-switch", name="other_switch").replace("option.adversarial",
+                                                                                     "option.other")}
     _refused(tmp_path, files, "its flag --adversarial-switch already belongs to option 'adversarial_switch' (")
 
 
@@ -271,8 +272,9 @@ def test_a_billion_laughs(tmp_path, where):
         "rules": bomb + "schema: resolver/1\nrules: *a8\n",
         "doc": bomb + "schema: resolver/1\ndoc: *a8\nrules: []\n",
         "set": bomb + "schema: resolver/1\nrules:\n  - {id: default.x, kind: default, doc: d, priority: 1, set: *a8}\n",
-        "fixes": bomb + ("schema: resolver/1\nrules:\n  - {id: conflict.x, kind: conflict, doc: d, when: page_size == 1, "
-                         "message: m, fixes: *a8}\n"),
+        "fixes": bomb + ("schema: resolver/1\nrules:\n"
+                         "  - {id: conflict.x, kind: conflict, doc: d, when: page_size == 1, message: m, "
+                         "fixes: *a8}\n"),
     }[where]
     _refused(tmp_path, {"laughs.yaml": text}, f"expands to more than {MAX_YAML_NODES} YAML nodes", bounded=True)
 
@@ -314,7 +316,8 @@ def test_yaml_nested_too_deeply(tmp_path):
 @pytest.mark.parametrize("number", ["9" * 5000, "1:" * 3000 + "1"], ids=["5000-digits", "sexagesimal"])
 def test_a_yaml_integer_of_thousands_of_digits(tmp_path, number):
     # Python's int() refuses past 4,300 digits with a bare ValueError
-    text = f"schema: resolver/1\nrules:\n  - {{id: default.x, kind: default, doc: d, set: {{page_size: 1}}, priority: {number}}}\n"
+    text = ("schema: resolver/1\nrules:\n"
+            f"  - {{id: default.x, kind: default, doc: d, set: {{page_size: 1}}, priority: {number}}}\n")
     _refused(tmp_path, {"int.yaml": text}, "int.yaml:3: YAML error: an integer of")
 
 
@@ -335,7 +338,8 @@ def test_a_30_mb_pack(tmp_path):
 def test_too_many_files(tmp_path):
     directory = _pack(tmp_path, {f"f{i:03}.yaml": "schema: resolver/1\nrules: []\n" for i in range(MAX_PACK_FILES)})
     code, err, _ = _cli(["--rules", directory, *BASE])
-    assert code == 2 and f"{MAX_PACK_FILES + 1} rule files (*.yaml); a rule pack may have at most {MAX_PACK_FILES}" in err
+    assert code == 2
+    assert f"{MAX_PACK_FILES + 1} rule files (*.yaml); a rule pack may have at most {MAX_PACK_FILES}" in err
     with pytest.raises(RuleFileErrors, match="a rule pack may have at most"):
         load_rules(directory)
 
@@ -399,5 +403,6 @@ def test_batch_lines_that_are_not_utf8(tmp_path):
     assert results[0]["error"] == f"the line is not UTF-8 text (byte 0xc3 at column {lines[0].index(0xc3) + 1})"
     assert results[0]["line"] == 1
     assert results[1]["error"] == f"the line is not UTF-8 text (byte 0xff at column {lines[1].index(0xff) + 1})"
-    assert results[2]["error"] == "a string of the request is not valid Unicode text (it holds the lone surrogate U+D800)"
+    assert results[2]["error"] == ("a string of the request is not valid Unicode text "
+                                   "(it holds the lone surrogate U+D800)")
     assert not any(r.get("internal") for r in results)

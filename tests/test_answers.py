@@ -141,18 +141,22 @@ def test_every_why_not_reason_holds(platform, args):
                 assert rule.set["dsa_decode_backend"] == w.value and not rule.when.holds(facts)
                 assert str(first_false(rule.when, facts)[0]) in r.text
             elif r.kind in ("shadowed", "skipped"):
-                assert any(c.rule.id == r.rule and c.outcome == r.kind for c in res.derivations["dsa_decode_backend"].candidates)
+                assert any(c.rule.id == r.rule and c.outcome == r.kind
+                           for c in res.derivations["dsa_decode_backend"].candidates)
 
 
 def test_why_not_fa3_flashmla_sparse_tilelang():
     """The operator's question: with an FP8 KV cache on h100 decode runs flashmla_kv; why not the others?"""
-    code, text, _ = _cli(["--platform", "h100", *DSV32, "--kv-cache-dtype", "fp8_e4m3", "--explain", "dsa_decode_backend"])
+    code, text, _ = _cli(["--platform", "h100", *DSV32, "--kv-cache-dtype", "fp8_e4m3",
+                          "--explain", "dsa_decode_backend"])
     assert code == 0 and "dsa_decode_backend = flashmla_kv" in text
-    lines = {line.split(":", 1)[0].strip("- ").strip(): line for line in text.splitlines() if line.startswith("      - ")}
+    lines = {line.split(":", 1)[0].strip("- ").strip(): line for line in text.splitlines()
+             if line.startswith("      - ")}
     for value in ("fa3", "flashmla_sparse", "tilelang", "trtllm"):
         assert value in lines, value
         assert any(why in lines[value] for why in ("did not fire", "typed, it raises", "adapter", "lower than")), value
-    assert "default default.dsa.backends.bf16 proposes it with priority 20, lower than default.dsa.backends.fp8's" in lines["fa3"]
+    assert ("default default.dsa.backends.bf16 proposes it with priority 20, lower than default.dsa.backends.fp8's"
+            in lines["fa3"])
     assert "typed, it raises conflict.kernel.dsa-decode.cannot-run" in lines["trtllm"]
 
 

@@ -81,7 +81,8 @@ def test_unreadable_model_config(tmp_path):
 def test_broken_rule_files_exit_2_with_every_error(tmp_path):
     rules = tmp_path / "rules"
     rules.mkdir()
-    (rules / "a.yaml").write_text("schema: resolver/1\nrules:\n  - id: x\n    kind: conflict\n    doc: d\n    when: a <\n    message: m\n"
+    (rules / "a.yaml").write_text("schema: resolver/1\nrules:\n"
+                                  "  - id: x\n    kind: conflict\n    doc: d\n    when: a <\n    message: m\n"
                                   "  - id: y\n    kind: nope\n    doc: d\n")
     code, _, err = _cli(["--rules", str(rules), "--platform", "h100"])
     assert code == 2
@@ -125,9 +126,10 @@ def test_batch_goes_on_after_bad_lines_and_exits_with_the_worst(tmp_path):
     f = tmp_path / "req.jsonl"
     f.write_text("\n".join(lines) + "\n")
     code, out, err = _cli(["--batch", str(f)])
-    results = [json.loads(l) for l in out.splitlines()]
+    results = [json.loads(line) for line in out.splitlines()]
     assert [r["id"] for r in results] == ["ok", None, "conf", "badval", "noplat", None, "extra", "inst"]
-    assert [r["status"] for r in results] == ["resolved", "error", "conflict", "error", "error", "error", "error", "resolved"]
+    assert [r["status"] for r in results] == ["resolved", "error", "conflict", "error", "error", "error", "error",
+                                              "resolved"]
     assert "not valid JSON" in results[1]["error"] and results[1]["line"] == 2
     assert "Valid values" in results[3]["error"]
     assert code == 2
@@ -159,7 +161,8 @@ def test_console_entry_points_run_without_traceback():
     env = dict(os.environ, PYTHONPATH=ROOT)
     proc = subprocess.run([sys.executable, "-m", "resolver", *SEED_ARGV], capture_output=True, text=True, env=env)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "resolver", "--platform", "x"], capture_output=True, text=True, env=env)
+    proc = subprocess.run([sys.executable, "-m", "resolver", "--platform", "x"], capture_output=True, text=True,
+                          env=env)
     assert proc.returncode == 2 and proc.stderr.startswith("resolve: error: unknown platform 'x'")
 
 
@@ -232,7 +235,8 @@ def test_a_shared_cause_is_drawn_once():
     out = io.StringIO()
     main(SEED_ARGV + ["--explain"], out, io.StringIO())
     text = out.getvalue()
-    assert text.count("derived by fact.platform.is-cuda") == 1 and "platform.is_cuda   = true             derived: see [1]" in text
+    assert text.count("derived by fact.platform.is-cuda") == 1
+    assert "platform.is_cuda   = true             derived: see [1]" in text
 
 
 def test_a_fleet_check_explains_each_failure_and_counts_conflicts_by_rule(tmp_path):

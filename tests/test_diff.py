@@ -91,13 +91,15 @@ def test_a_bad_requests_file_names_the_line(tmp_path):
 
 def test_invalid_requests_fail_the_gate_and_changed_counts_requests(tmp_path):
     requests = tmp_path / "r.jsonl"
-    requests.write_text('{"id": "typo", "platform": "h10"}\n{"id": "ok", "platform": "h100", "model_arch": "LlamaForCausalLM"}\n')
+    requests.write_text('{"id": "typo", "platform": "h10"}\n'
+                        '{"id": "ok", "platform": "h100", "model_arch": "LlamaForCausalLM"}\n')
     out = io.StringIO()
-    assert main(["diff", default_rules_dir(), default_rules_dir(), "--requests", str(requests)], out, io.StringIO()) == 2
+    argv = ["diff", default_rules_dir(), default_rules_dir(), "--requests", str(requests)]
+    assert main(argv, out, io.StringIO()) == 2
     assert "invalid under both packs: typo: unknown platform 'h10'" in out.getvalue()
     requests.write_text('{"platform": "h100", "model_config": "x"}\n')
     err = io.StringIO()
-    assert main(["diff", default_rules_dir(), default_rules_dir(), "--requests", str(requests)], io.StringIO(), err) == 2
+    assert main(argv, io.StringIO(), err) == 2
     assert "unknown request key(s) ['model_config']" in err.getvalue()
     # one request changing two values counts once
     new = _copy_with(tmp_path, "attention.yaml", "    set: {attention_backend: fa3}\n    priority: 49",

@@ -16,7 +16,8 @@ def _read(name):
 
 
 def test_options_page_is_generated_from_the_declarations():
-    assert _read("options.md") == options_markdown(load_rules()), "run: python -m resolver.tools.docgen > docs/options.md"
+    assert _read("options.md") == options_markdown(load_rules()), \
+        "run: python -m resolver.tools.docgen > docs/options.md"
 
 
 def test_kernel_matrix_page_is_generated_from_the_adapters():

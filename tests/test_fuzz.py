@@ -43,8 +43,10 @@ WHENS = st.one_of(st.text(max_size=30), st.sampled_from([
 # the cases found once by chance are drawn on every run (a NUL byte, a lone surrogate, a deep or exploding when:)
 @example("\x00")
 @example("schema: resolver/1\nrules: []\n\x00")
-@example("schema: resolver/1\nrules:\n  - {id: conflict.x, kind: conflict, doc: d, message: m, when: '" + "not " * 3000 + "x'}\n")
-@example("schema: resolver/1\nrules:\n  - {id: conflict.x, kind: conflict, doc: d, message: '{x!z}', when: page_size == 1}\n")
+@example("schema: resolver/1\nrules:\n"
+         "  - {id: conflict.x, kind: conflict, doc: d, message: m, when: '" + "not " * 3000 + "x'}\n")
+@example("schema: resolver/1\nrules:\n"
+         "  - {id: conflict.x, kind: conflict, doc: d, message: '{x!z}', when: page_size == 1}\n")
 def test_any_rule_file_loads_or_fails_with_file_and_line(tmp_path_factory, text):
     directory = tmp_path_factory.mktemp("rules")
     shutil.copy(os.path.join(get_engine().pack.directory, "options.yaml"), directory / "options.yaml")
@@ -89,7 +91,8 @@ lines = st.one_of(
 @example('{"id": 1, "platform": "h100\\u0000"}')
 @example('{"id": 1, "platform": "h100", "model_path": "\\u0000"}')
 @example('{"id": 1, "platform": "h100", "args": {"served_model_name": "\\ud800"}}')
-@example('{"id": 1, "platform": "h100", "model_arch": "\udcff"}')  # a byte that is not UTF-8, as surrogateescape reads it
+# a byte that is not UTF-8, as surrogateescape reads it
+@example('{"id": 1, "platform": "h100", "model_arch": "\udcff"}')
 def test_any_batch_line_gives_a_result_never_an_internal_error(line):
     result = resolve_line(get_engine(), line)
     assert result["status"] in ("resolved", "conflict", "error") and not result.get("internal"), result

@@ -28,10 +28,10 @@ CASES = {
     "mi300x-dsa-page-explain.txt": ["--platform", "mi300x", *DSV32, "--page-size", "64", "--explain"],
     "a100-dsa-explain-one-option.txt": ["--platform", "a100", *DSV32, "--explain", "dsa_decode_backend"],
     "rtx5090-glm-fp8.txt": ["--platform", "rtx5090", "--model-arch", "GlmMoeDsaForCausalLM", "--explain"],
-    "llama-h100-explain.txt": ["--platform", "h100", "--model-config", os.path.join(ROOT, "tests", "fixtures", "llama-config.json"),
-                               "--explain"],
-    "llama-b200-explain.txt": ["--platform", "b200", "--model-config", os.path.join(ROOT, "tests", "fixtures", "llama-config.json"),
-                               "--explain"],
+    "llama-h100-explain.txt": ["--platform", "h100", "--model-config",
+                               os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--explain"],
+    "llama-b200-explain.txt": ["--platform", "b200", "--model-config",
+                               os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--explain"],
     "llama-rtx5090-explain.txt": ["--platform", "rtx5090", "--model-config",
                                   os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--explain"],
     "llama-mi300x-explain.txt": ["--platform", "mi300x", "--model-config",
@@ -41,8 +41,8 @@ CASES = {
     "llama-h100-explain.json": ["--platform", "h100", "--model-config",
                                 os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--format", "json"],
     "deepseek-v3-b200-trtllm-mla.txt": ["--platform", "b200", "--model-config",
-                                        os.path.join(ROOT, "tests", "fixtures", "deepseek-v3-config.json"), "--page-size", "16",
-                                        "--explain"],
+                                        os.path.join(ROOT, "tests", "fixtures", "deepseek-v3-config.json"),
+                                        "--page-size", "16", "--explain"],
     "strict-page-size.txt": ["--platform", "h100", *DSV32, "--page-size", "128", "--strict"],
     # issue 13's operator transcripts: the folded deterministic conflicts, the platform root cause first,
     # the values dsa_decode_backend lost and why (why not fa3 / flashmla_sparse / tilelang ...)
@@ -57,7 +57,8 @@ CASES = {
     "llama-h100-verbose.txt": ["--platform", "h100", "--model-config",
                                os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--explain", "--verbose"],
     "a100-kernel-conflict.txt": ["--platform", "a100", *DSV32, "--dsa-decode-backend", "flashmla_kv"],
-    "sink-conflicts.txt": ["--platform", "b200", "--model-config", os.path.join(ROOT, "tests", "fixtures", "hyv4-config.json"),
+    "sink-conflicts.txt": ["--platform", "b200", "--model-config",
+                           os.path.join(ROOT, "tests", "fixtures", "hyv4-config.json"),
                            "--kv-cache-dtype", "fp8_e4m3", "--dsa-decode-backend", "trtllm"],
 }
 
@@ -66,7 +67,8 @@ def _run(argv):
     out, err = io.StringIO(), io.StringIO()
     code = main(argv, out, err)
     text = out.getvalue()
-    return f"$ resolve {' '.join(a if a != ROOT and not a.startswith(ROOT) else a.replace(ROOT, '.') for a in argv)}\n" \
+    shown = " ".join(a if a != ROOT and not a.startswith(ROOT) else a.replace(ROOT, ".") for a in argv)
+    return f"$ resolve {shown}\n" \
            f"exit {code}\n{text}{err.getvalue()}".replace(ROOT, ".")
 
 

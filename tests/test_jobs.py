@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from resolver.tools import jobs as jobs_module
 from resolver.api import get_engine
 from resolver.cli import main
 from resolver.loader import default_rules_dir
+from resolver.tools import jobs as jobs_module
 from resolver.tools.batch import run_batch
 from resolver.tools.jobs import MIN_ITEMS_PER_JOB, Progress, plan_jobs, run_ordered
 from resolver.tools.matrix import survey
@@ -101,7 +101,8 @@ def _diff(tmp_path, *extra):
         text = (new / "attention.yaml").read_text()
         old = "    set: {attention_backend: fa3}\n    priority: 49"
         assert text.count(old) == 1
-        (new / "attention.yaml").write_text(text.replace(old, "    set: {attention_backend: flashinfer}\n    priority: 49"))
+        (new / "attention.yaml").write_text(text.replace(old,
+                                                         "    set: {attention_backend: flashinfer}\n    priority: 49"))
     requests_file = tmp_path / "requests.jsonl"
     requests_file.write_text("".join(json.dumps(r) + "\n" for r in GRID + [{"platform": "nowhere", "model": LLAMA}]))
     out = io.StringIO()

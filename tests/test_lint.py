@@ -83,9 +83,9 @@ def test_a_restricted_sweep_of_the_shipped_rules_is_clean_and_says_what_it_cover
 
 def test_the_sweep_reports_crashes_and_fixes_that_do_not_resolve(monkeypatch):
     from resolver import api
-    from resolver.tools import sweep
     from resolver.api import get_engine
     from resolver.resolution import Fix
+    from resolver.tools import sweep
 
     real = api.resolve_request
     report = sweep.SweepReport()

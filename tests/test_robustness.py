@@ -19,7 +19,8 @@ def _cli(argv):
 
 @pytest.mark.parametrize("value", ["0.00001", "1e16", "inf", "nan", "-inf"])
 def test_numbers_the_engine_would_drop_are_input_errors(value):
-    code, _, err = _cli(["--platform", "h100", "--model-arch", DSV32, "--disaggregation-decode-host-receive-threshold", value])
+    code, _, err = _cli(["--platform", "h100", "--model-arch", DSV32,
+                         "--disaggregation-decode-host-receive-threshold", value])
     assert code == 2 and "--disaggregation-decode-host-receive-threshold" in err and "Traceback" not in err
 
 
@@ -39,7 +40,8 @@ def test_model_numbers_are_checked(config):
 
 
 @pytest.mark.parametrize("args", [{"page_size": float("inf")}, {"page_size": 10**400},
-                                  {"disaggregation_decode_host_receive_threshold": 10**400}, {1: "x"}, "abc", ["page_size"]])
+                                  {"disaggregation_decode_host_receive_threshold": 10**400}, {1: "x"}, "abc",
+                                  ["page_size"]])
 def test_api_raises_only_resolver_errors(args):
     with pytest.raises(ResolverError):
         resolve(args, platform="h100", model_arch=DSV32)
@@ -65,12 +67,13 @@ def test_batch_survives_bad_types_and_bytes(tmp_path):
         good,
         json.dumps({"id": "s", "platform": "h100", "args": "abc"}).encode(),
         json.dumps({"id": "m", "platform": "h100", "model": "/etc/passwd"}).encode(),
-        json.dumps({"id": "big", "platform": "h100", "args": {"page_size": 1e400}}).encode().replace(b"Infinity", b"1e400"),
+        json.dumps({"id": "big", "platform": "h100", "args": {"page_size": 1e400}}).encode().replace(b"Infinity",
+                                                                                                     b"1e400"),
         b'{"id": "bytes", "platform": "h1\xff00"}',
         good,
     ]) + b"\n")
     code, out, err = _cli(["--batch", str(f)])
-    results = [json.loads(l) for l in out.splitlines()]
+    results = [json.loads(line) for line in out.splitlines()]
     assert [r["status"] for r in results] == ["resolved", "error", "error", "error", "error", "resolved"]
     assert "'args' must be an object" in results[1]["error"] and "'model' must be an object" in results[2]["error"]
     assert code == 2 and "Traceback" not in err

@@ -100,7 +100,8 @@ def _check_text(text: str, what: str) -> None:
     except UnicodeEncodeError as exc:
         code = ord(text[exc.start])
         if 0xDC80 <= code <= 0xDCFF and what == "the line":
-            raise InputError(f"the line is not UTF-8 text (byte 0x{code - 0xDC00:02x} at column {exc.start + 1})") from None
+            raise InputError(f"the line is not UTF-8 text (byte 0x{code - 0xDC00:02x} "
+                             f"at column {exc.start + 1})") from None
         raise InputError(f"{what} is not valid Unicode text (it holds the lone surrogate U+{code:04X})") from None
 
 
@@ -183,7 +184,8 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
                 if out.broken:
                     break
     stopped = "; stopped: the output was closed" if out.broken else ""
-    err.write(f"batch: {counts['resolved']} resolved, {counts['conflict']} conflicted, {counts['error']} failed{stopped}\n")
+    err.write(f"batch: {counts['resolved']} resolved, {counts['conflict']} conflicted, "
+              f"{counts['error']} failed{stopped}\n")
     if explain and by_rule:
         err.write("conflicts by rule:\n")
         err.writelines(f"  {n:>5} x {rule}\n" for rule, n in sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0])))

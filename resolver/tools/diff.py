@@ -104,7 +104,7 @@ def diff_outcomes(old_engine, new_engine, requests: list[dict],
             outcomes = run_ordered(_setup, dirs, _both, requests, jobs, bar)
         else:  # the engines given, which may not come from a directory
             outcomes = run_ordered(lambda: (old_engine, new_engine), (), _both, requests, 1, bar)
-        for req, (old, new) in zip(requests, outcomes):
+        for req, (old, new) in zip(requests, outcomes, strict=True):
             if old["status"] == new["status"] == "error" and old["error"] == new["error"]:
                 invalid.append((req, old["error"]))
             for kind, what, rules in _changes(old, new):

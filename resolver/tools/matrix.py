@@ -189,10 +189,11 @@ def survey(engine, jobs: int = 1) -> Survey:
             outcomes = list(run_ordered(_setup, (engine.pack.directory,), _cell, cells, jobs, bar))
         else:  # the engine given, which may not come from a directory
             outcomes = list(run_ordered(lambda: engine, (), _cell, cells, 1, bar))
-    for (kind_key, platform, args, _), (values, reasons) in zip(defaults, outcomes):
+    # the outcomes are the defaults' then the choices': the defaults take the first part only
+    for (kind_key, platform, args, _), (values, reasons) in zip(defaults, outcomes, strict=False):
         kv = args.get(KV_OPTION, unset)
         result.defaults[kind_key, kv, platform] = DefaultCell(kind_key, kv, platform, values, reasons)
-    for (kind_key, platform, args, _), (values, reasons) in zip(choices, outcomes[len(defaults):]):
+    for (kind_key, platform, args, _), (values, reasons) in zip(choices, outcomes[len(defaults):], strict=True):
         [(option, value)] = args.items()
         result.choices.append(_choice_cell(result, option, value, kind_key, platform, values[option], reasons))
     return result
@@ -401,7 +402,7 @@ def render_text(result: Survey) -> str:
         grid = [table.header] + [[cell.replace("`", "") for cell in row] for row in table.rows]
         widths = [max(len(r[i]) for r in grid) for i in range(len(table.header))]
         out += [f"{table.section}: {table.title}".replace("`", ""), table.intro.replace("`", "")]
-        out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in grid]
+        out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in grid]
         out += [f"  [{n}] {note.replace('`', '')}" for n, note in enumerate(table.notes, 1)] + [""]
     return "\n".join(out)
 

@@ -3,7 +3,8 @@ x the explicit choices that matter, each resolved with its fixes, each fix resol
 
 What must hold: no request crashes; with nothing set, every platform and model kind resolves or
 conflicts only for a kernel reason (no kernel for it there); every conflicted request offers a
-fix (a fix resolves the whole request, so one is a way out), and every fix resolves.  Findings are grouped by check and rule, with a count and one example.
+fix (a fix resolves the whole request, so one is a way out), and every fix resolves.  Findings are
+grouped by check and rule, with a count and one example.
 """
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def requests(pack) -> list[dict[str, Any]]:
                           pack.options["kv_cache_dtype"].unset_values]
     attention = sorted(v for v in registry().served("attention") if v in pack.options["attention_backend"].choices)
     choices: dict[str, list[dict[str, Any]]] = {
-        kind: [{}] + [{"attention_backend": v} for v in attention] + [s for s in _SWITCHES if set(s) <= set(pack.options)]
+        kind: [{}] + [{"attention_backend": v} for v in attention]
+        + [s for s in _SWITCHES if set(s) <= set(pack.options)]
         for kind in MODEL_KINDS}
     for kind in _DSA_KINDS:
         for option in ("dsa_prefill_backend", "dsa_decode_backend"):

@@ -20,7 +20,7 @@ import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import AmbiguousDefaultError
 from .options import to_argv
@@ -172,22 +172,58 @@ def _start_over(trial: _Trial, pack: RulePack, outcome: Outcome, reports, flags)
     return ()
 
 
+#: words for a fix, from the outcome under it (what the resolver then picks)
+Describe = Callable[[Outcome], str]
+
+
+class _Proposal(NamedTuple):
+    """A change to screen: its size, its words, what it sets and omits; a fallback (several changes mending
+    several conflicts) is shown only when nothing direct works; a group caps how many of its kind are listed."""
+
+    size: int
+    describe: Describe
+    set: dict[str, Any]
+    unset: tuple[str, ...]
+    fallback: bool = False
+    group: str | None = None
+
+
+def _fixed_words(words: str) -> Describe:
+    return lambda out: words
+
+
+def _omit_words(flags: dict[str, str], name: str) -> Describe:
+    """Omitting a typed flag, with what the resolver then picks."""
+    return lambda out: f"Omit {flags[name]} and let the resolver pick (it picks {name}={show_value(out.values[name])})"
+
+
+def _change_words(pack: RulePack, flags: dict[str, str], set_: dict[str, Any], unset: tuple[str, ...],
+                  option: str | None, user: dict[str, Any]) -> Describe:
+    return lambda out: _describe_change(pack, flags, set_, unset, option, user)
+
+
+def _followed_by(describe: Describe, also: str) -> Describe:
+    """``describe``, followed by the changes a completion added ("...; also set --page-size 64")."""
+    return lambda out: f"{describe(out)}; also {also[0].lower()}{also[1:]}"
+
+
 def _strict_fixes(trial: _Trial, pack: RulePack, report: ConflictReport, flags, outcome: Outcome) -> list[Fix]:
     """Under --strict: type the value the adjustment wanted, omit the option, or keep the typed value
     and pick another backend (an option with a kernel role the adjustment reads and the user did not
     type): --page-size 16 with DeepSeek-V3 on B200 is kept by flashinfer, not by trtllm_mla."""
-    name, (wanted,) = report.options[0], report.allowed
+    name, (wanted,) = report.options[0], report.allowed or (None,)
     user = trial.request.args
-    proposals: list[tuple] = [
-        (1, lambda out: f"Use {flags[name]} {show_value(wanted)}", {name: wanted}, (), False),
-        (1, lambda out: f"Omit {flags[name]} and let the resolver pick", {}, (name,), False)]
+    proposals: list[_Proposal] = [
+        _Proposal(1, lambda out: f"Use {flags[name]} {show_value(wanted)}", {name: wanted}, ()),
+        _Proposal(1, lambda out: f"Omit {flags[name]} and let the resolver pick", {}, (name,))]
     when = getattr(pack.rule(report.rule.id), "when", None)
-    backends = {n for n in options_behind(pack, when.names()) if pack.options[n].kernel_role} if when is not None else set()
+    behind = options_behind(pack, when.names()) if when is not None else set()
+    backends = {n for n in behind if pack.options[n].kernel_role}
     for other in sorted(backends - {name} - set(user)):
         for value in _domain(pack, other, outcome.values.get(other), False):
             set_, unset = ({other: value}, ()) if value is not None else ({}, (other,))
-            proposals.append((1, lambda out, s=set_, u=unset: _describe_change(pack, flags, s, u, name, user),
-                              set_, unset, False, "search"))
+            proposals.append(_Proposal(1, _change_words(pack, flags, set_, unset, name, user), set_, unset,
+                                       group="search"))
     return _ranked(trial, pack, outcome, proposals, caps={"search": _MAX_SEARCH_FIXES})
 
 
@@ -215,32 +251,30 @@ def _allowed(trial: _Trial, rule: Conflict, outcome: Outcome, report: ConflictRe
 def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictReport, outcome: Outcome,
                flags: dict[str, str], allowed) -> list[Fix]:
     user = trial.request.args
-    proposals: list[tuple[int, str, dict, tuple]] = []  # (size, description-maker key, set, unset)
+    proposals: list[_Proposal] = []
 
-    def propose(size: int, set_: dict, unset: tuple, describe: Callable[[Outcome], str], fallback: bool = False,
-                group: str | None = None):
-        proposals.append((size, describe, set_, unset, fallback, group))
+    def propose(size: int, set_: dict, unset: tuple, describe: Describe, fallback: bool = False,
+                group: str | None = None) -> None:
+        proposals.append(_Proposal(size, describe, set_, unset, fallback, group))
 
     for name in report.options:
         if name in user:
-            propose(1, {}, (name,), lambda out, n=name: (
-                f"Omit {flags[n]} and let the resolver pick (it picks {n}={show_value(out.values[n])})"))
+            propose(1, {}, (name,), _omit_words(flags, name))
     mine = tuple(n for n in report.options if n in user)
     if len(mine) > 1:
         # omitting everything the user typed here always works, but is shown only when nothing smaller does
-        propose(len(mine), {}, mine, lambda out: "Omit " + " and ".join(flags[n] for n in mine) + " and let the resolver pick",
-                fallback=True)
+        every = " and ".join(flags[n] for n in mine)
+        propose(len(mine), {}, mine, lambda out: f"Omit {every} and let the resolver pick", fallback=True)
     for value in allowed:
-        if rule.option in user or value != outcome.values.get(rule.option):
-            propose(1, {rule.option: value}, (), lambda out, o=rule.option, v=value: f"Use {flags[o]} {show_value(v)}")
+        if rule.option is not None and (rule.option in user or value != outcome.values.get(rule.option)):
+            propose(1, {rule.option: value}, (), _fixed_words(f"Use {flags[rule.option]} {show_value(value)}"))
     for hint in rule.hints:
-        propose(len(hint.set) + len(hint.unset), dict(hint.set), tuple(hint.unset), lambda out, h=hint: h.description)
+        propose(len(hint.set) + len(hint.unset), dict(hint.set), tuple(hint.unset), _fixed_words(hint.description))
     for set_, unset in _search(trial, pack, rule, report, outcome):
         size = len(set_) + len(unset)
-        propose(size, set_, unset, lambda out, s=set_, u=unset, o=rule.option: _describe_change(pack, flags, s, u, o, user),
-                group="search")
+        propose(size, set_, unset, _change_words(pack, flags, set_, unset, rule.option, user), group="search")
 
-    completed = []
+    completed: list[_Proposal] = []
     for size, describe, set_, unset, fallback, group in proposals:
         screened = trial.screen(set_, unset)
         if screened is None or rule.ref.id in {c.rule.id for c in screened.conflicts}:
@@ -256,10 +290,9 @@ def _fixes_for(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRe
             set_, unset = done
             size = len(set_) + len(unset)
             if extra_set or extra_unset:
-                also = _describe_change(pack, flags, extra_set, extra_unset, None, user)
-                describe = (lambda out, d=describe, a=also: f"{d(out)}; also {a[0].lower()}{a[1:]}")
+                describe = _followed_by(describe, _describe_change(pack, flags, extra_set, extra_unset, None, user))
             fallback = True
-        completed.append((size, describe, set_, unset, fallback, group))
+        completed.append(_Proposal(size, describe, set_, unset, fallback, group))
 
     return _ranked(trial, pack, outcome, completed, caps={"search": _MAX_SEARCH_FIXES})
 
@@ -275,9 +308,9 @@ class _Candidate:
     rank: tuple
 
 
-def _ranked(trial: _Trial, pack: RulePack, outcome: Outcome, proposals, limit: int = _MAX_FIXES,
+def _ranked(trial: _Trial, pack: RulePack, outcome: Outcome, proposals: list[_Proposal], limit: int = _MAX_FIXES,
             caps: dict[str, int] | None = None) -> list[Fix]:
-    """The proposals ``(size, describe, set, unset, fallback[, group])`` that resolve, best first, one
+    """The proposals that resolve, best first, one
     per resulting configuration, at most ``limit`` (and at most ``caps[group]`` of a group).
 
     Order (docs/explain.md, "Which fixes, in which order"): a fallback (several changes mending several
@@ -292,7 +325,7 @@ def _ranked(trial: _Trial, pack: RulePack, outcome: Outcome, proposals, limit: i
     request = trial.request
     candidates: list[_Candidate] = []
     seen: set = set()
-    for index, (size, describe, set_, unset, fallback, *group) in enumerate(proposals):
+    for index, (size, describe, set_, unset, fallback, group) in enumerate(proposals):
         key = trial.key(set_, unset)
         if key in seen:
             continue
@@ -304,7 +337,7 @@ def _ranked(trial: _Trial, pack: RulePack, outcome: Outcome, proposals, limit: i
         if screened is None or screened.conflicts or _overrides(pack, request, outcome, screened, set_key, unset_key):
             continue
         rank = (fallback, size, *_preference(pack, request, outcome, screened, set_key, unset_key), len(set_key), index)
-        candidates.append(_Candidate(set_key, unset_key, describe, group[0] if group else None, rank))
+        candidates.append(_Candidate(set_key, unset_key, describe, group, rank))
     fixes: list[Fix] = []
     configurations = set()
     taken: dict[str | None, int] = {}
@@ -436,7 +469,8 @@ def _foreign(pack: RulePack, request: Request, set_: dict) -> bool:
     backend's name (``ascend_tp``, ``flashinfer_megamoe``, ``experimental_sgl_trtllm``) is of its family."""
     kernels = request.kernels if request.kernels is not None else _builtin_registry()
     vendor = request.platform.vendor
-    return any(isinstance(v, str) and _of_another_family(kernels, v, vendor) for n, v in set_.items() if n in pack.options)
+    return any(isinstance(v, str) and _of_another_family(kernels, v, vendor)
+               for n, v in set_.items() if n in pack.options)
 
 
 def _builtin_registry():
@@ -505,7 +539,8 @@ def _complete(trial: _Trial, pack: RulePack, set_: dict, unset: tuple, rounds: i
         rule: Conflict = pack.rule(first.rule.id)
         touched = set(set_) | set(unset)
         args = trial._args(trial.key(set_, unset))
-        options = [({}, (n,)) for n in first.options if n in args and n not in touched]
+        options: list[tuple[dict[str, Any], tuple[str, ...]]] = [
+            ({}, (n,)) for n in first.options if n in args and n not in touched]
         if rule.option and rule.option not in touched:
             options += [({rule.option: v}, ()) for v in rule.allowed if v is not None]
         options += [(dict(h.set), tuple(h.unset)) for h in rule.hints]
@@ -588,7 +623,7 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
     def spelled_as_resolved(fix) -> int:
         # prefer the spelling the value resolves to (bfloat16 over its alias bf16)
         out = trial.screen(*fix)
-        return sum(out.values.get(n) != v for n, v in fix[0].items())
+        return 0 if out is None else sum(out.values.get(n) != v for n, v in fix[0].items())
 
     # stable: the declared order of values; at most _MAX_SEARCH_FIXES of them are listed, the best after ranking
     found.sort(key=lambda f: (len(f[1]), spelled_as_resolved(f)))

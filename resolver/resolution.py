@@ -77,8 +77,10 @@ class Request:
     strict: bool = False  # an adjustment of a typed value is a conflict, not a warning
     kernels: Any = None  # the kernel adapters' registry (what runs where); None: every kernel is unknown
     unchecked: dict[str, Any] = field(default_factory=dict)  # SGLang fields no rule reads, carried through
-    require_known_kernels: bool = False  # an unknown kernel verdict on a chosen backend is a conflict (rules/kernels.yaml)
-    draft: dict[str, tuple[Any, Origin]] = field(default_factory=dict)  # draft fact -> (value, origin): resolver/draft.py
+    #: an unknown kernel verdict on a chosen backend is a conflict (rules/kernels.yaml)
+    require_known_kernels: bool = False
+    #: draft fact -> (value, origin): resolver/draft.py
+    draft: dict[str, tuple[Any, Origin]] = field(default_factory=dict)
     #: environment variables the request sets that no rule declares: carried through, not checked
     environment: dict[str, str] = field(default_factory=dict)
     platform_how: str = "flag"  # how the target was known: flag, detected, or given (a Platform object)
@@ -96,7 +98,8 @@ class FactUse:
 
     name: str
     value: Any
-    source: str  # user | default | adjustment | fallback | derived | computed | model | platform | kernel | installed | input
+    #: user | default | adjustment | fallback | derived | computed | model | platform | kernel | installed | input
+    source: str
     origin: Origin
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,8 +165,8 @@ class Fix:
     also: tuple[tuple[str, Any, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"description": self.description, "set": dict(self.set), "unset": list(self.unset), "argv": list(self.argv),
-                "also": [{"option": n, "from": old, "to": new} for n, old, new in self.also]}
+        return {"description": self.description, "set": dict(self.set), "unset": list(self.unset),
+                "argv": list(self.argv), "also": [{"option": n, "from": old, "to": new} for n, old, new in self.also]}
 
 
 @dataclass(frozen=True)
@@ -274,7 +277,8 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         inputs = []
         for name, value in sorted(request.platform.facts().items()):
             facts[name] = FactUse(name, value, "platform", Origin("platform", request.platform_how,
-                                                                  f"{request.platform.name} ({request.platform_source})"))
+                                                                  f"{request.platform.name} "
+                                                                  f"({request.platform_source})"))
             inputs.append(fact(name, value))
         # the config the model facts came from: an absent fact names it (or --model-arch, when there is none)
         config = request.model.get("model.from_arch_only", (None, Origin("model", where="config.json")))[1].where
@@ -495,7 +499,8 @@ def _decide_option(name, compiled, firings, fired: list[str], facts, request: Re
             verdict = _verdict(request, option.kernel_role, proposed(r), facts)
             if verdict.status == "unsupported":
                 skipped.append(Candidate(r.ref, proposed(r), r.priority, "skipped",
-                                         f"its kernel cannot run on {request.platform.name}: {verdict.why}", verdict.why))
+                                         f"its kernel cannot run on {request.platform.name}: {verdict.why}",
+                                         verdict.why))
             else:
                 runnable.append((r, read_))
         ranked = runnable
@@ -515,13 +520,14 @@ def _decide_option(name, compiled, firings, fired: list[str], facts, request: Re
     for other, _ in ranked[1:]:
         if other.priority == best.priority and proposed(other) != proposed(best):
             raise AmbiguousDefaultError(
-                f"two defaults of equal priority {best.priority} propose different values for {name}: "
-                f"{best.ref} -> {proposed(best)!r} and {other.ref} -> {proposed(other)!r}; give them distinct priorities"
+                f"two defaults of equal priority {best.priority} propose different values for {name}: {best.ref} -> "
+                f"{proposed(best)!r} and {other.ref} -> {proposed(other)!r}; give them distinct priorities"
             )
-    cands = tuple(skipped) + tuple(Candidate(r.ref, proposed(r), r.priority, "shadowed",
-                                            f"lower priority than {best.ref.id} ({best.priority})") for r, _ in ranked[1:])
+    lower = f"lower priority than {best.ref.id} ({best.priority})"
+    cands = tuple(skipped) + tuple(Candidate(r.ref, proposed(r), r.priority, "shadowed", lower) for r, _ in ranked[1:])
     used = set(read) | ({best.set[name]["from"]} if isinstance(best.set[name], dict) else set())
-    return Derivation(name, proposed(best), "default", best.ref, best.doc, tuple(facts[n] for n in _ordered(used)), cands)
+    return Derivation(name, proposed(best), "default", best.ref, best.doc, tuple(facts[n] for n in _ordered(used)),
+                      cands)
 
 
 class _Adjusting:
@@ -610,8 +616,8 @@ def _adjust_round(s: _Adjusting, batch: list, compiled, facts, values, request, 
         wanted = f"{_as_typed(flag, current)} would be changed to {show_value(new)}"
         if request.strict:
             # --strict: the typed value stays, and the change the rule wants is a conflict
-            refused.append(ConflictReport(adj.ref, adj.doc, f"{wanted} ({message.rstrip('.')}); --strict refuses to change a "
-                                          f"value you typed.", (d.name,), used, (new,), None))
+            refusal = f"{wanted} ({message.rstrip('.')}); --strict refuses to change a value you typed."
+            refused.append(ConflictReport(adj.ref, adj.doc, refusal, (d.name,), used, (new,), None))
             return s.start < len(steps)
         warnings.append(Notice("adjusted", f"{_as_typed(flag, current)} was changed to {show_value(new)} "
                                            f"by {adj.ref}: {message}"))

@@ -150,7 +150,8 @@ def test_rule_file_order_never_changes_the_result(tmp_path):
         ra, rb = _resolve(a, platform, model, args), _resolve(b, platform, model, args)
         assert ra.values == rb.values
         assert [c.rule.id for c in ra.conflicts] == [c.rule.id for c in rb.conflicts]
-        assert [[f.to_dict() for f in c.fixes] for c in ra.conflicts] == [[f.to_dict() for f in c.fixes] for c in rb.conflicts]
+        fixes_a, fixes_b = ([[f.to_dict() for f in c.fixes] for c in r.conflicts] for r in (ra, rb))
+        assert fixes_a == fixes_b
 
 
 junk = st.one_of(st.none(), st.booleans(), st.integers(-5, 300), st.floats(allow_nan=True), st.text(max_size=12),
@@ -160,7 +161,8 @@ junk = st.one_of(st.none(), st.booleans(), st.integers(-5, 300), st.floats(allow
 @settings(max_examples=150, deadline=None)
 @given(st.dictionaries(st.one_of(st.sampled_from(sorted(OPTION_VALUES)), st.text(max_size=10)), junk, max_size=4),
        st.one_of(st.sampled_from(PLATFORMS), st.text(max_size=8)),
-       st.one_of(st.sampled_from(MODELS), st.dictionaries(st.sampled_from(["architectures", "index_topk", "learnable_sink"]), junk)))
+       st.one_of(st.sampled_from(MODELS),
+                 st.dictionaries(st.sampled_from(["architectures", "index_topk", "learnable_sink"]), junk)))
 def test_no_input_raises_anything_but_a_resolver_error(args, platform, model):
     try:
         resolve_request(get_engine(), platform=platform, args=args, model=model, fixes=False)

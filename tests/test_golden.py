@@ -57,6 +57,15 @@ CASES = {
     "llama-h100-verbose.txt": ["--platform", "h100", "--model-config",
                                os.path.join(ROOT, "tests", "fixtures", "llama-config.json"), "--explain", "--verbose"],
     "a100-kernel-conflict.txt": ["--platform", "a100", *DSV32, "--dsa-decode-backend", "flashmla_kv"],
+    # fixes in the order an operator takes them: fp8_e4m3 (FA3 keeps running) before fp8_e5m2, which says that
+    # it also changes attention_backend fa3 -> triton; no "use auto" beside "omit"; nothing Blackwell-only
+    "mxfp8-llama-h100.txt": ["--platform", "h100", "--model-arch", "LlamaForCausalLM", "--kv-cache-dtype", "mxfp8"],
+    "mxfp8-dsv32-h100.txt": ["--platform", "h100", *DSV32, "--kv-cache-dtype", "mxfp8"],
+    # without --strict the page size is changed with a warning; with it, the fixes keep the typed page size with
+    # another backend (flashinfer first) before giving it up
+    "deepseek-v3-b200-page-16.txt": ["--platform", "b200", "--model-arch", "DeepseekV3ForCausalLM", "--page-size", "16"],
+    "deepseek-v3-b200-page-16-strict.txt": ["--platform", "b200", "--model-arch", "DeepseekV3ForCausalLM",
+                                            "--page-size", "16", "--strict"],
     "sink-conflicts.txt": ["--platform", "b200", "--model-config",
                            os.path.join(ROOT, "tests", "fixtures", "hyv4-config.json"),
                            "--kv-cache-dtype", "fp8_e4m3", "--dsa-decode-backend", "trtllm"],

@@ -63,7 +63,8 @@ CASES = {
     "mxfp8-dsv32-h100.txt": ["--platform", "h100", *DSV32, "--kv-cache-dtype", "mxfp8"],
     # without --strict the page size is changed with a warning; with it, the fixes keep the typed page size with
     # another backend (flashinfer first) before giving it up
-    "deepseek-v3-b200-page-16.txt": ["--platform", "b200", "--model-arch", "DeepseekV3ForCausalLM", "--page-size", "16"],
+    "deepseek-v3-b200-page-16.txt": ["--platform", "b200", "--model-arch", "DeepseekV3ForCausalLM",
+                                     "--page-size", "16"],
     "deepseek-v3-b200-page-16-strict.txt": ["--platform", "b200", "--model-arch", "DeepseekV3ForCausalLM",
                                             "--page-size", "16", "--strict"],
     "sink-conflicts.txt": ["--platform", "b200", "--model-config",

@@ -299,6 +299,9 @@ def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> in
     from .resolution import show_value
     from .why_not import describe, why_not
 
+    if ns.format != "text":
+        raise InputError("--why-not answers in text; for the same answer as data use --explain OPTION --format json, "
+                         "which lists every value that lost and what removed it")
     name, sep, value = ns.why_not.partition("=")
     options = engine.pack.options
     if not sep or name not in options or options[name].env or options[name].no_cli:
@@ -314,7 +317,11 @@ def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> in
                        f"{'' if res.ok else ', with conflicts'})", "", "  ")
     changed = [a for a in trial.derivations[name].adjustments if not a.normalize]
     as_typed = flag if typed is True else f"{flag} {value}"
-    if trial.conflicts:
+    decided = res.derivations[name]
+    if typed == now and not res.conflicts:
+        by = "you typed it" if decided.source == "user" else f"{decided.source} rule {decided.rule}"
+        lines += style.wrap(f"{name} = {show_value(typed)} is what the request resolves to ({by})", "", "  ")
+    elif trial.conflicts:
         lines += [f"with {as_typed} typed, the request raises:", ""] + _conflicts(trial, style)
     elif changed:
         lines += style.wrap(f"with {as_typed} typed, the request resolves, but {changed[-1].rule.id} changes it to "
@@ -322,7 +329,9 @@ def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> in
     else:
         lines += style.wrap(f"with {as_typed} typed, the request resolves; it is not picked because:", "", "  ")
         loser = next((w for w in why_not(res, name, values=[typed]) if w.value == typed), None)
-        lines += style.wrap(describe(loser) if loser is not None else "you typed it", "  - ", "    ")
+        said = describe(loser) if loser is not None else (
+            f"you typed {name} = {show_value(now)}" if decided.source == "user" else "no default proposes it here")
+        lines += style.wrap(said, "  - ", "    ")
     out.write_safe("\n".join(lines) + "\n")
     return EXIT_CONFLICT if res.conflicts else EXIT_OK
 

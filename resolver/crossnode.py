@@ -780,7 +780,7 @@ def check_roles(engine: Engine, specs: list[RoleSpec], fixes: bool = True) -> Cr
 
 def role_from_request(name: str, req: Any) -> RoleSpec:
     """A role from a batch-format request (``{"platform": ..., "model_arch": ..., "args": {...}}``)."""
-    from .tools.batch import request_kwargs
+    from .json_request import request_kwargs
 
     if not isinstance(name, str) or not name.strip():
         raise InputError(f"cross-node: a role name must be a non-empty string, got {name!r}")

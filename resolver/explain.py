@@ -92,15 +92,15 @@ class _Tree:
         d = self.res.outcome.derivations.get(f.name) if f.source in ("derived", "computed") else None
         if d is None:
             return self._wrapped(head, plain, _origin(f), under)
+        kind = "computed" if d.source == "computed" else "derived"
         if f.name in self.drawn:
-            return self._wrapped(head, plain, f"derived: {self.drawn[f.name]}", under)
+            return self._wrapped(head, plain, f"{kind}: {self.drawn[f.name]}", under)
         self.drawn[f.name] = f"see {where}"
-        said = f"{'computed' if d.source == 'computed' else 'derived'} by {d.rule}"
+        said = f"{kind} by {d.rule}"
         if not d.facts:
             return self._wrapped(head, plain, said + " (none of its branches matched)", under)
-        kind, _, rule = said.partition(" by ")
         if self.style.width is None or len(plain) + len(said) <= self.style.width:
-            line = head + f"{kind} by {self.style(rule, 'rule')}"
+            line = head + f"{kind} by {self.style(str(d.rule), 'rule')}"
             return [line] + self.lines(d.facts, indent + cont, where)
         return self._wrapped(head, plain, said, indent + cont + "│  ") + self.lines(d.facts, indent + cont, where)
 
@@ -176,7 +176,7 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         lines.append(style("warnings:", "warn"))
         for w in res.warnings:
             lines += style.wrap(w.message, "  - ", "    ")
-    if explain and full and not res.conflicts:
+    if explain and full and (only or not res.conflicts):  # one option asked for is drawn beside the conflicts too
         lines.append("")
         lines.append(style("why:", "head"))
         # the launch options first, then the environment they lead to
@@ -491,7 +491,7 @@ def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> d
     req = res.request
     facts = res.outcome.facts
     model = {f.name.split(".", 1)[1]: f.value for n, f in facts.items() if n.startswith("model.")}
-    source = "detected" if req.platform_how == "detected" else "flag"
+    source = req.platform_how  # flag, detected, or given (a Platform object passed to the API)
     platform = {"name": req.platform.name, "source": source, "given_as": req.platform_source,
                 "vendor": req.platform.vendor, "capability": req.platform.capability}
     ordered = conflict_order(res)

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from .errors import AmbiguousDefaultError
 from .options import to_argv
-from .provenance import fact_name
+from .provenance import fact_name, kernel_fact
 from .resolution import ConflictReport, Fix, Outcome, Request, conflict_report, run, show_value
 from .rules import Conflict, RulePack
 
@@ -407,7 +407,7 @@ def _preference(pack: RulePack, request: Request, now: Outcome, then: Outcome, s
             continue
         backend = then.values.get(name)
         if backend is not None and backend not in opt.unset_values:
-            verdict = then.facts.get(f"kernel.{name}")
+            verdict = then.facts.get(kernel_fact(name))
             not_supported += verdict is not None and verdict.value not in ("supported", "delegated")
         if backend != now.values.get(name):
             moved += 1
@@ -548,6 +548,8 @@ def _complete(trial: _Trial, pack: RulePack, set_: dict, unset: tuple, rounds: i
             cand_set, cand_unset = {**set_, **more_set}, tuple(sorted(set(unset) | set(more_unset)))
             cand = trial.screen(cand_set, cand_unset)
             if cand is not None and _repairs(cand, rule.ref.id, before):
+                if not cand.conflicts:  # the last round's extension counts too
+                    return cand_set, cand_unset
                 set_, unset = cand_set, cand_unset
                 break
         else:

@@ -49,7 +49,17 @@ def _validator():
     import jsonschema
 
     schema = json.loads(resources.files("resolver").joinpath("schema/rules.schema.json").read_text())
-    return jsonschema.Draft202012Validator(schema)
+    base = jsonschema.Draft202012Validator
+
+    def required(validator, properties, instance, schema):
+        # jsonschema's own check, one property at a time, with the missing one kept on the error as data
+        # (_schema_code reads it: missing-doc and missing-message are lint checks of their own)
+        for prop in properties:
+            for error in base.VALIDATORS["required"](validator, [prop], instance, schema):
+                error.missing = prop
+                yield error
+
+    return jsonschema.validators.extend(base, {"required": required})(schema)
 
 #: what the request itself asks of the resolution, as an input fact the rules read (resolution.run asserts it)
 REQUIRE_KNOWN_KERNELS = "request.require_known_kernels"  # --require-known-kernels (rules/kernels.yaml)
@@ -313,7 +323,7 @@ def _read_documents(directory: str, paths: list[str], shipped: bool,
         except UnreadableFile as exc:
             problems.append(RuleFileProblem(rel, 0, f"cannot read: {exc.reason}", code="schema"))
             continue
-        read += len(text)
+        read += len(text.encode("utf-8"))  # bytes, as the cap says (the text is already decoded)
         too_big = _pack_problem(paths, read)
         if too_big is not None:  # the files grew since get_engine's check, or it was not made (docgen, lint)
             problems.append(RuleFileProblem(_display_path(directory), 0, too_big, code="schema"))
@@ -351,11 +361,8 @@ def _line_of(data: Any, path: list) -> int:
 
 def _schema_code(err) -> str:
     """missing-doc and missing-message are lint checks of their own; every other shape error is schema."""
-    if err.validator == "required":
-        missing = {"doc", "message"} & {str(v) for v in err.validator_value} - set(err.instance or ())
-        if missing:
-            return f"missing-{sorted(missing)[0]}"
-    return "schema"
+    missing = getattr(err, "missing", None)  # set by _validator's required check
+    return f"missing-{missing}" if err.validator == "required" and missing in ("doc", "message") else "schema"
 
 
 def _schema_message(err) -> str:

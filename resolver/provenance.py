@@ -93,7 +93,7 @@ OriginKind = Literal[
     "flag",  # typed by the user: ``where`` is the flag and value as typed
     "not-typed",  # user.<option> / typed.<option> of an option the user did not type
     "rule",  # decided by a rule: ``rule`` and ``how`` (default, derived, no-match, adjustment, computed, fallback)
-    "platform",  # the target: ``where`` names it and its source, ``how`` is flag, detected or api
+    "platform",  # the target: ``where`` names it and its source, ``how`` is flag, detected or given (an API object)
     "model",  # a model config field: ``where`` is the config, ``field`` the field read (``how`` absent: not there)
     "draft",  # the draft checkpoint's config, like model
     "installed",  # a kernel package: ``how`` is given, probed or assumed; ``where`` says what was given or found
@@ -113,8 +113,3 @@ class Origin:
     field: str = ""
     rule: RuleRef | None = None
     adapter: str | None = None
-
-    @property
-    def detected(self) -> bool:
-        """A platform found by probing this machine (``--platform auto``), not named."""
-        return self.kind == "platform" and self.how == "detected"

@@ -19,7 +19,7 @@ def origin_text(o: Origin) -> str:
             return f"the option's declared default ({o.rule})"
         return f"{_RULE_VERBS.get(o.how, o.how)} {o.rule}"
     if o.kind == "platform":
-        return f"platform {o.where}"
+        return o.where  # "sm90 (--platform h100)": the fact's source already says "platform"
     if o.kind in ("model", "draft"):
         if o.how == "absent":
             if o.field.startswith("--"):

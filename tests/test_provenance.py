@@ -48,7 +48,8 @@ def test_every_fact_of_a_resolution_has_a_typed_origin():
     verdict = facts[kernel_fact("dsa_decode_backend")].origin
     assert verdict.kind == "kernel" and verdict.adapter == "flashmla"
     # what JSON and text say is the renderer's wording of that data
-    assert res.to_dict()["facts"]["platform.vendor"]["origin"] == "platform sm90 (--platform h100)"
+    assert res.to_dict()["facts"]["platform.vendor"] == {"name": "platform.vendor", "value": "nvidia",
+                                                         "source": "platform", "origin": "sm90 (--platform h100)"}
     assert origin_text(verdict) == "kernel adapter flashmla"
 
 

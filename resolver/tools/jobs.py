@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from ..errors import InputError
+from ..errors import InputError, ResolverError
 from ..terminal import signals_deferred
 
 if TYPE_CHECKING:  # imported where used: the command line starts without them
@@ -212,7 +212,12 @@ def run_ordered(setup: Callable[..., C], setup_args: tuple, work: Callable[[C, T
 
 
 def _take(future: Future, progress: Progress | None) -> Iterator[Any]:
-    results = future.result()
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        results = future.result()
+    except BrokenProcessPool:  # a worker died (killed, out of memory, a crash in the engine's C code)
+        raise ResolverError("a worker process died before it answered; run again with --jobs 1 to see why") from None
     if progress is not None:
         progress.update(len(results))
     yield from results

@@ -121,7 +121,12 @@ def _check_one(engine, req: dict, report: SweepReport, checked: dict | None = No
             # many fixes lead to the same request ("omit X" from several starting points): resolve each once
             key = (req["platform"], req["model_kind"], tuple(sorted(fixed.items(), key=str)))
             if checked is None or key not in checked:
-                again = resolve_request(engine, platform=req["platform"], args=fixed, model=model, fixes=False)
+                try:
+                    again = resolve_request(engine, platform=req["platform"], args=fixed, model=model, fixes=False)
+                except Exception as exc:  # noqa: BLE001 - a fix that crashes the resolver is a finding, like above
+                    report.add("sweep-crash", c.rule, f"the fix '{fix.description}' crashes: "
+                                                      f"{type(exc).__name__}: {exc}", {**req, "args": fixed})
+                    continue
                 still = tuple(x.rule.id for x in again.conflicts)
                 if checked is not None:
                     checked[key] = still

@@ -7,9 +7,8 @@ import os
 import pytest
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "resolver")
-#: the front doors may run a tool (the command line runs lint, matrix, diff and --batch); crossnode reads
-#: batch requests
-FRONT_DOORS = {"cli.py", "commands.py", "crossnode.py", "__main__.py"}
+#: the front doors may run a tool (the command line runs lint, matrix, diff and --batch)
+FRONT_DOORS = {"cli.py", "commands.py", "__main__.py"}
 
 
 def _imports(path: str) -> set[str]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ..errors import ResolverError
 from ..platforms import ALL_PLATFORMS
 
-__all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "UNQUANTIZED",
+__all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "UNQUANTIZED", "VERDICTS",
            "package_probe"]
 
 #: role -> the option whose value names the backend in that role
@@ -43,6 +43,9 @@ ROLES = {
 #: a role with no claim of its own reads the claims of this one (the same kernel serves both)
 ROLE_FALLBACK = {"attention_prefill": "attention", "attention_decode": "attention", "draft": "attention"}
 STATUSES = ("supported", "unsupported", "refused", "delegated")
+#: every value of a kernel.<option> fact: a claim's status, or unknown (no adapter speaks) and none (every
+#: default candidate was skipped); resolver/resolution.py decides it
+VERDICTS = (*STATUSES, "unknown", "none")
 STRENGTHS = ("strong", "medium", "weak")
 #: KV-cache dtypes a claim or limit may name (the contract's --kv-cache-dtype values)
 KV_DTYPES = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16")

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ..adapters.base import VERDICTS
 from ..conditions import Atom, parse_condition
 from ..errors import InputError, RuleFileErrors
 from ..options import to_argv
@@ -49,7 +50,7 @@ CHECKS = {
     "sweep-bad-fix": "a fix of the sweep that does not resolve",
 }
 
-_KERNEL_STATUSES = ("supported", "unsupported", "refused", "unknown", "none", "delegated")
+_KERNEL_STATUSES = VERDICTS
 
 
 @dataclass(frozen=True)

@@ -32,23 +32,6 @@ __all__ = ["attach_fixes", "platforms_that_resolve"]
 
 _MAX_FIXES = 8
 _MAX_SEARCH_FIXES = 3
-#: options the search for other changes may omit but never set to another value: SGLang checks their values
-#: against what no rule sees.  --quantization against the checkpoint's own quant_config (SGLang 0.5.23
-#: configs/model_config.py, _verify_quantization: "Quantization method specified in the model config (fp8)
-#: does not match ... (awq)"); --speculative-algorithm against the draft checkpoint, which is made for one
-#: algorithm (DSPARK's own checks in arg_groups/speculative_hook.py _handle_dspark are not encoded: a DFLASH
-#: launch switched to DSPARK is refused).  A rule's own allowed values and fix hints may still set them.
-_OMIT_ONLY = frozenset({"quantization", "speculative_algorithm"})
-_LORA_RUNNERS = frozenset({"lora_triton", "lora_cutedsl", "lora_marlin"})
-#: values no fix proposes: SGLang requires of them what no rule encodes yet.  The LoRA MoE runners need
-#: --enable-lora or --lora-paths (arg_groups/lora_hook.py, check_lora_moe_runner_args); DeepEP v2 needs a
-#: model architecture registered with register_deepep_vN_model (arg_groups/moe_hook.py)
-_NOT_PROPOSED: dict[str, frozenset] = {
-    "moe_runner_backend": _LORA_RUNNERS,
-    "speculative_moe_runner_backend": _LORA_RUNNERS,
-    "moe_a2a_backend": frozenset({"deepep_v2"}),
-    "speculative_moe_a2a_backend": frozenset({"deepep_v2"}),
-}
 
 
 class _Trial:
@@ -457,8 +440,9 @@ def _in_conflict(pack: RulePack, outcome: Outcome) -> set[str]:
 
 
 def _unfit(pack: RulePack, request: Request, set_: dict) -> bool:
-    """A change no fix proposes: a value of another device family, or one SGLang checks beyond the rules."""
-    return any(v in _NOT_PROPOSED.get(n, ()) for n, v in set_.items() if isinstance(v, str)) \
+    """A change no fix proposes: a value of another device family, or one SGLang checks beyond the rules (an
+    option's ``fixes_skip``, docs/rule-format.md)."""
+    return any(v in pack.options[n].fixes_skip for n, v in set_.items() if n in pack.options) \
         or _foreign(pack, request, set_)
 
 
@@ -607,7 +591,8 @@ def _search(trial: _Trial, pack: RulePack, rule: Conflict, report: ConflictRepor
     changes = []
     for name in sorted(read):
         for value in _domain(pack, name, outcome.values.get(name), name in user):
-            if value is None or name not in _OMIT_ONLY and not _unfit(pack, trial.request, {name: value}):
+            if value is None or (not pack.options[name].fixes_omit_only
+                                 and not _unfit(pack, trial.request, {name: value})):
                 changes.append((name, value))
     found = []
     for size in range(1, max_size + 1):

@@ -551,10 +551,16 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
     if no_cli and ("flag" in rule or "aliases" in rule):
         b.problem(ref.file, ref.line, f"option '{name}' has no_cli: it takes no flag nor aliases")
     flag = "" if no_cli else rule.get("flag", "--" + name.replace("_", "-"))
+    skip = tuple(rule.get("fixes_skip", ()))
+    for value in skip:
+        if choices and value not in choices:
+            b.problem(ref.file, ref.line, f"option '{name}': fixes_skip names '{value}', which is not a choice",
+                      code="unknown-value")
     return Option(ref, doc, name, flag, typ, " ".join(rule["help"].split()),
                   choices, tuple(rule.get("aliases", ())), value_aliases, tuple(rule.get("unset_values", ())),
                   rule.get("default"), rule.get("minimum"), rule.get("kernel_role"), no_cli=no_cli,
-                  value_alias_note=" ".join(rule["value_alias_note"].split()) if "value_alias_note" in rule else None)
+                  value_alias_note=" ".join(rule["value_alias_note"].split()) if "value_alias_note" in rule else None,
+                  fixes_omit_only=bool(rule.get("fixes_omit_only", False)), fixes_skip=skip)
 
 
 #: the resolver's own command-line flags (resolver/cli.py, build_parser): no option may take one

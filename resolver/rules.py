@@ -72,6 +72,11 @@ class Option:
     #: the note a value alias gets instead of "deprecated" ({flag}, {value}, {new}): SGLang's own alias
     #: spellings that are not deprecated (--moe-runner-backend megamoe)
     value_alias_note: str | None = None
+    #: fixes may omit it but never set another value (``fixes_omit_only``): SGLang checks its value against what
+    #: no rule sees (a checkpoint's quantization)
+    fixes_omit_only: bool = False
+    #: values no fix proposes (``fixes_skip``): SGLang requires of them what no rule encodes yet
+    fixes_skip: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

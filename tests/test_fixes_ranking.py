@@ -169,8 +169,14 @@ def test_the_search_never_sets_the_quantization(monkeypatch):
         return fixes._search(trial, engine.pack, rule, report, res.outcome)
 
     assert not [s for s, _ in searched() if "quantization" in s]
-    monkeypatch.setattr(fixes, "_OMIT_ONLY", frozenset())
+    _let_fixes_set(monkeypatch, "quantization")
     assert [s for s, _ in searched() if "quantization" in s]  # what the rule keeps out
+
+
+def _let_fixes_set(monkeypatch, name: str) -> None:
+    """The shipped pack with ``fixes_omit_only`` lifted from option ``name``, for this test only."""
+    options = get_engine().pack.options
+    monkeypatch.setitem(options, name, replace(options[name], fixes_omit_only=False))
 
 
 def test_no_fix_proposes_what_sglang_checks_beyond_the_rules():
@@ -178,7 +184,8 @@ def test_no_fix_proposes_what_sglang_checks_beyond_the_rules():
     # (SGLang: "--moe-runner-backend lora_cutedsl requires --enable-lora") nor a CUDA-only one
     res = _resolve("gfx942", DSV3, {"moe_runner_backend": "flashinfer_trtllm_routed", "quantization": "unquant"}, False)
     proposed = {f.set.get("moe_runner_backend") for c in res.conflicts for f in c.fixes} - {None}
-    assert proposed and not proposed & (fixes._LORA_RUNNERS | {"experimental_sgl_trtllm", "triton_kernel"})
+    lora = set(get_engine().pack.options["moe_runner_backend"].fixes_skip)  # rules/moe.yaml
+    assert proposed and not proposed & (lora | {"experimental_sgl_trtllm", "triton_kernel"})
 
 
 def test_the_ranking_is_deterministic():
@@ -237,5 +244,5 @@ def test_the_search_never_switches_the_speculative_algorithm(monkeypatch):
         return [(f.set, f.unset) for c in res.conflicts for f in c.fixes]
 
     assert listed() == [({}, ("pp_size",)), ({}, ("speculative_algorithm",))]
-    monkeypatch.setattr(fixes, "_OMIT_ONLY", frozenset())
+    _let_fixes_set(monkeypatch, "speculative_algorithm")
     assert ({"speculative_algorithm": "DSPARK"}, ()) in listed()  # what the rule keeps out

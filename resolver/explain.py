@@ -322,14 +322,12 @@ def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) 
 def _root_cause(res, c) -> str:
     """What to change first: the flags the user typed that the conflict reads; else what the
     target itself brings (kernel facts, platform, model), which a flag cannot change."""
-    options = res.engine.pack.options
-    typed, seen = [], set()
-    for f in c.facts:  # user.X and typed.X are what was typed for option X
-        parts = fact_name(f.name)
-        name = parts.option if parts.typed_by_user and parts.option else f.name
-        if f.source == "user" and name in options and name not in seen:
-            seen.add(name)
-            typed.append(FactUse(name, res.request.args.get(name, f.value), f.source, f.origin))
+    first: dict[str, FactUse] = {}  # the first fact read of each option the user typed
+    for f in c.facts:
+        name = _typed_option(res, f)
+        if name is not None:
+            first.setdefault(name, f)
+    typed = [FactUse(n, res.request.args.get(n, f.value), f.source, f.origin) for n, f in first.items()]
     if typed:
         flags = res.request.flags
         def flag(f):
@@ -359,12 +357,18 @@ def _target_rooted(c) -> bool:
                for f in c.facts)
 
 
+def _typed_option(res, f: FactUse) -> str | None:
+    """The option a fact the user typed is about (user.X and typed.X are what was typed for option X), or None."""
+    if f.source != "user":
+        return None
+    parts = fact_name(f.name)
+    name = (parts.option if parts.typed_by_user else None) or f.name
+    return name if name in res.engine.pack.options else None
+
+
 def _typed(res, c) -> frozenset[str]:
     """The options the user typed that a conflict reads."""
-    options = res.engine.pack.options
-    names = ((fact_name(f.name).option if fact_name(f.name).typed_by_user else None) or f.name for f in c.facts
-             if f.source == "user")
-    return frozenset(n for n in names if n in options)
+    return frozenset(n for n in (_typed_option(res, f) for f in c.facts) if n)
 
 
 def _fix_key(f) -> tuple:

@@ -1,6 +1,6 @@
 """``python -m resolver``: the same as the ``resolve`` command."""
 import sys
 
-from .cli import main
+from .entry import main
 
 sys.exit(main())

@@ -5,8 +5,8 @@ Rule packs are loaded, checked and compiled once per directory and content, then
 """
 from __future__ import annotations
 
-import glob
 import os
+import re
 import threading
 import weakref
 from collections import OrderedDict
@@ -22,7 +22,7 @@ from .engine import DurableMatcher, ReferenceMatcher
 from .errors import ConflictError, InputError
 from .fixes import attach_fixes, platforms_that_resolve
 from .installed import installed_facts
-from .loader import check_rule_files, default_rules_dir, load_rules
+from .loader import check_rule_files, default_rules_dir, load_rules, rule_files
 from .model import load_model_config, model_facts
 from .notices import Notice
 from .options import CONSUMED, coerce_args, split_unchecked
@@ -30,6 +30,7 @@ from .platforms import Platform, find_platform
 from .provenance import Origin
 from .resolution import ConflictReport, Derivation, Outcome, Request, run
 from .rules import RulePack
+from .safe_io import absolute_path
 
 __all__ = ["Engine", "Resolution", "get_engine", "resolve", "resolve_cross_node", "resolve_request"]
 
@@ -70,13 +71,18 @@ _RETIRED: list[DurableMatcher] = []
 
 
 def _signature(directory: str) -> tuple:
-    files = sorted(glob.glob(os.path.join(directory, "*.yaml")))
+    files = rule_files(directory)
     return (directory, tuple((f, os.stat(f).st_mtime_ns, os.stat(f).st_size) for f in files))
 
 
 def _load_and_compile(directory: str) -> tuple[RulePack, CompiledPack]:
     pack = load_rules(directory)
     return pack, compile_pack(pack)
+
+
+def _engine_of(built: tuple[RulePack, CompiledPack]) -> Engine:
+    pack, compiled = built
+    return Engine(pack, compiled, DurableMatcher(compiled), ReferenceMatcher(compiled))
 
 
 def get_engine(rules: str | None = None) -> Engine:
@@ -86,7 +92,7 @@ def get_engine(rules: str | None = None) -> Engine:
     if rules is not None and not os.fspath(rules).strip():  # an empty --rules is a mistake, not "the shipped rules"
         raise InputError("--rules: the path is empty")
     check_rule_files(rules)  # a NUL in the path, a FIFO or /dev/zero link as a rule file: refused before any read
-    directory = os.path.abspath(rules or default_rules_dir())
+    directory = absolute_path(rules or default_rules_dir(), "--rules")
     try:
         key = _signature(directory)
     except OSError:
@@ -96,8 +102,7 @@ def get_engine(rules: str | None = None) -> Engine:
         if engine is None:
             from .pack_cache import cached_pack
 
-            pack, compiled = cached_pack(directory, lambda: _load_and_compile(directory))
-            engine = Engine(pack, compiled, DurableMatcher(compiled), ReferenceMatcher(compiled))
+            engine = cached_pack(directory, lambda: _load_and_compile(directory), _engine_of)
             # the callback only queues (it runs wherever the last reference drops, maybe inside a
             # resolution); atexit=False: the process's end frees everything anyway
             weakref.finalize(engine, _RETIRED.append, engine.durable).atexit = False
@@ -248,6 +253,10 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                        *kernel_notices), elsewhere)
 
 
+#: a POSIX environment variable name (IEEE Std 1003.1, 8.1): what a shell takes after ``export``
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def env_text(value: Any) -> str:
     """A value as SGLang writes it into the environment (``str()``: ``False``, ``2048``)."""
     return value if isinstance(value, str) else str(value)
@@ -262,8 +271,10 @@ def _environment(pack, env: Any) -> tuple[dict[str, str], dict[str, str]]:
     declared: dict[str, str] = {}
     other: dict[str, str] = {}
     for name, value in env.items():
-        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
-            raise InputError(f"environment variable names must be non-empty strings without '=', got {name!r}")
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+            # a shell reads an exported name as code (`--format env` under eval): only POSIX names pass
+            raise InputError(f"environment variable name {ascii(name)} is not a POSIX name (letters, digits "
+                             "and '_', not starting with a digit)")
         if not isinstance(value, str) or "\0" in value:
             raise InputError(f"environment variable {name} must be a string, got {value!r}")
         option = pack.options.get(name)

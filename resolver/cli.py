@@ -14,19 +14,20 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TextIO, cast
 
 from .api import Engine, get_engine, resolve_request
 from .catalogue import catalogue
-from .errors import ConflictError, InputError, ResolverError
+from .errors import ConflictError, InputError, ResolverError, RuleFileError, RuleFileErrors
 from .explain import Style, render_text, to_json_dict
 from .rules import RulePack
-from .terminal import Output
+from .terminal import Output, OutputError, escape
 from .tools.jobs import add_jobs_argument, plan_jobs
 
 __all__ = ["build_parser", "main", "request_kwargs"]
@@ -336,15 +337,50 @@ def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> in
     return EXIT_CONFLICT if res.conflicts else EXIT_OK
 
 
+#: what each request line says for itself: given on the command line with --batch it would be dropped
+#: (flags the batch applies to every line are --strict, --require-known-kernels, --no-fixes and --explain)
+_PER_REQUEST: tuple[tuple[str, str, Any], ...] = (
+    ("--platform", "platform", "auto"), ("--compute-capability", "compute_capability", None),
+    ("--gpu-memory-gb", "gpu_memory_gb", None), ("--vendor", "vendor", "nvidia"),
+    ("--model-config", "model_config", None), ("--model-arch", "model_arch", None),
+    ("--check-installed", "check_installed", False), ("--gpus-per-node", "gpus_per_node", None),
+    ("--env", "env", []), ("--installed", "installed", []), ("--why-not", "why_not", None))
+
+
+def _batch_refusals(ns) -> list[str]:
+    """The command-line flags that say something about one launch, given with --batch."""
+    given = [flag for flag, dest, default in _PER_REQUEST if getattr(ns, dest) != default]
+    given += [ns._flags[name] for name in sorted(ns._flags)]  # launch options (SGLang flags)
+    if isinstance(ns.explain, str):
+        given.append(f"--explain {ns.explain}")
+    if ns.format in ("args", "env"):
+        given.append(f"--format {ns.format}")
+    return given
+
+
 def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
     import io
+    import stat
 
-    from .safe_io import bounded_lines, checked_path
+    from .safe_io import bounded_lines, checked_path, file_kind
     from .tools.batch import run_batch
 
+    refused = _batch_refusals(ns)
+    if refused:
+        raise InputError(f"--batch reads each launch from its request line; {', '.join(refused)} would not apply "
+                         "to them: put it in each line ('platform', 'args', 'env', 'installed', ...) or drop it")
+
     def run(stream) -> int:
-        # lines are read with a cap (a stream without newlines cannot fill memory); undecodable
-        # bytes become an error on their own line, not a crash of the whole batch
+        # a batch source is a file, a pipe or a terminal: a device such as /dev/zero or /dev/urandom is
+        # refused unread (it would never end); lines are read with a cap, and undecodable bytes become an
+        # error on their own line, not a crash of the whole batch
+        try:
+            mode = os.fstat(stream.fileno()).st_mode
+        except (OSError, ValueError):  # not backed by a descriptor (a test's StringIO): lines in memory
+            mode = stat.S_IFIFO
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stream.isatty()):
+            raise InputError(f"--batch: {'standard input' if ns.batch == '-' else ns.batch} is not a file or a pipe "
+                             f"({file_kind(mode)}); give a JSON Lines file, '-' for a pipe, or <(command)")
         return run_batch(engine, bounded_lines(stream), out, err, explain=bool(ns.explain), strict=ns.strict,
                          require_known_kernels=ns.require_known_kernels,
                          fixes=not ns.no_fixes, jobs=plan_jobs(ns.jobs))
@@ -353,8 +389,13 @@ def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
         raw = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
         return run(sys.stdin if raw is None else io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape"))
     try:
-        # a FIFO is a fair batch source (process substitution): only the lines are bounded
-        fh = open(checked_path(ns.batch, "--batch"), encoding="utf-8", errors="surrogateescape")
+        path = checked_path(ns.batch, "--batch")
+        mode = os.stat(path).st_mode  # before opening: opening a device can have effects of its own
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISDIR(mode):
+            raise InputError(f"--batch: {ns.batch} is not a file or a pipe ({file_kind(mode)})")
+        # a FIFO is a fair batch source (process substitution): only the lines are bounded; no O_NONBLOCK,
+        # as a FIFO's writer may come later
+        fh = open(path, encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise InputError(f"--batch: cannot read {ns.batch}: {exc.strerror}") from None
     with fh:
@@ -391,11 +432,26 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
         with _sigterm_raises():
             return _run(argv, safe_out, safe_err)
     except KeyboardInterrupt:
-        safe_err.write("resolve: interrupted\n")
+        _last_word(safe_err, "resolve: interrupted\n")
         return EXIT_INTERRUPTED
     except _Terminated:
-        safe_err.write("resolve: terminated\n")
+        _last_word(safe_err, "resolve: terminated\n")
         return EXIT_TERMINATED
+    except OutputError:
+        # neither the answer nor the error about it could be written (a full disk on both streams):
+        # the status is all that is left, and it must not read as a conflict
+        return EXIT_INPUT
+
+
+def _last_word(err: Output, text: str) -> None:
+    with suppress(OutputError):
+        err.write(text)
+
+
+def _report(err: Output, lines: tuple[str, ...] | list[str]) -> None:
+    """An error, each of its lines escaped whole: a newline inside one is input the user gave (a flag
+    value typed with one), which must not start a line that reads as the resolver's own."""
+    err.write_safe("".join(f"{'resolve: error: ' if i == 0 else ''}{escape(line)}\n" for i, line in enumerate(lines)))
 
 
 def _run(argv: list[str], out: Output, err: Output) -> int:
@@ -416,17 +472,21 @@ def _run(argv: list[str], out: Output, err: Output) -> int:
                              "one launch is one resolution")
         return _single(engine, ns, out, err)
     except _UsageError as exc:
-        err.write(f"resolve: error: {exc}\n")
+        _report(err, (str(exc),))
         return EXIT_INPUT
     except ConflictError as exc:  # pragma: no cover - resolve_request does not raise it
         err.write(f"resolve: {exc}\n")
         return EXIT_CONFLICT
+    except OutputError as exc:  # the answer could not be written: say so where errors go, if that can be written
+        _report(err, (str(exc),))
+        return EXIT_INPUT
     except ResolverError as exc:
-        err.write(f"resolve: error: {exc}\n")
+        _report(err, exc.lines() if isinstance(exc, (RuleFileError, RuleFileErrors)) else (str(exc),))
         return EXIT_INPUT
     except Exception:  # an internal bug: keep the traceback, and never exit 1 (which means "conflict")
         import traceback
 
-        traceback.print_exc(file=err)
-        err.write("resolve: internal error (a bug in launch-resolver, not in your input); please report it\n")
+        with suppress(OutputError):  # unwritable stderr: the status still says "internal error"
+            traceback.print_exc(file=err)
+            err.write("resolve: internal error (a bug in launch-resolver, not in your input); please report it\n")
         return EXIT_INTERNAL

@@ -40,7 +40,7 @@ from .numbers import engine_value
 from .rules import Adjust, Conflict, Default, Fact, RulePack
 
 __all__ = ["SINK", "SINK_RULE", "CompiledBranch", "CompiledPack", "EngineNetwork", "NetworkLoad", "check_safe_subset",
-           "compile_pack", "fact_keys", "part_ruleset"]
+           "compile_pack", "durable_rule", "emit_ruleset", "fact_keys", "part_ruleset"]
 
 SINK = "_sink"
 #: P7: durable-rules refuses a fact that no rule's tests let through.  The matcher asserts into a
@@ -131,20 +131,20 @@ def compile_pack(pack: RulePack) -> CompiledPack:
     rules: list[Fact | Default | Adjust | Conflict] = [*pack.facts.values(), *pack.defaults, *pack.adjusts,
                                                        *pack.conflicts]
     for rule in rules:
-        adj_option = rule.option if isinstance(rule, Adjust) else None
         step = steps[rule.option].index(rule) if isinstance(rule, Adjust) else None
         for i, atoms in enumerate(rule.when.branches):
             key = f"{rule.ref.id}#{i}"
             if not atoms:
                 # a rule without `when` must still be activated by a fact: anchor it on the platform
                 atoms = (_ANCHOR,)
+            branch = CompiledBranch(key, rule, atoms, step)
             try:
-                ruleset[key] = {"all": _patterns(atoms, adj_option), "run": key}
+                ruleset[key] = durable_rule(branch)
             except ValueError as exc:
                 problems.append(RuleFileProblem(rule.ref.file, rule.ref.line, f"rule {rule.ref.id}: {exc}",
                                                 code=ENGINE_SAFETY))
                 continue
-            branches[key] = CompiledBranch(key, rule, atoms, step)
+            branches[key] = branch
     ruleset[SINK] = SINK_RULE
     problems += check_safe_subset(ruleset, pack)
     parts = split(ruleset, tuple(branches)) if branches else []
@@ -155,6 +155,17 @@ def compile_pack(pack: RulePack) -> CompiledPack:
     reads = frozenset(n for b in branches.values() for a in b.atoms for n in a.names())
     return CompiledPack(pack, branches, ruleset, {k: tuple(v) for k, v in steps.items()}, reads,
                         tuple(part for part, _ in parts))
+
+
+def durable_rule(branch: CompiledBranch) -> dict:
+    """The durable rule ``branch`` compiles to (ValueError for joins in a circle)."""
+    adj_option = branch.rule.option if isinstance(branch.rule, Adjust) else None
+    return {"all": _patterns(branch.atoms, adj_option), "run": branch.key}
+
+
+def emit_ruleset(branches: dict[str, CompiledBranch]) -> dict[str, dict]:
+    """The ruleset of branches a compile accepted, emitted again (the pack cache stores no engine JSON)."""
+    return {**{key: durable_rule(b) for key, b in branches.items()}, SINK: SINK_RULE}
 
 
 def split(ruleset: dict[str, dict], keys: tuple[str, ...]) -> list[tuple[tuple[str, ...], EngineNetwork]]:

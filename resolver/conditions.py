@@ -184,8 +184,10 @@ def parse_tree(text: str, what: str) -> ast.expr:
     except (MemoryError, RecursionError):  # the parser's own stack: nesting far past MAX_EXPRESSION_DEPTH
         raise ConditionError(f"'{what}' is nested more than {MAX_EXPRESSION_DEPTH} levels deep") from None
     level: list[ast.AST] = [tree.body]
-    for _ in range(MAX_EXPRESSION_DEPTH):
-        level = [child for node in level for child in ast.iter_child_nodes(node)]
+    # a level is an operation (`not`, `==`, `and`, a call, ...) holding others: the names and constants at
+    # the bottom are none, nor is an operator node (the Not of `not x`) or a name's context
+    for _ in range(MAX_EXPRESSION_DEPTH + 1):
+        level = [child for node in level for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
         if not level:
             return tree.body
     raise ConditionError(f"'{what}' is nested more than {MAX_EXPRESSION_DEPTH} levels deep",

@@ -13,20 +13,15 @@ A probe that times out, fails or answers nonsense is skipped with a reason, and 
 """
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .child import ChildFailed, capture
 from .errors import InputError
 from .platforms import PLATFORMS, Platform, platform_from_capability
 from .safe_io import parse_json
@@ -37,8 +32,6 @@ __all__ = ["PROBES", "Detection", "Unavailable", "detect_platform"]
 PROBE_TIMEOUT = 10.0
 #: seconds for the torch probe: importing torch from a cold disk cache alone can take this long
 TORCH_TIMEOUT = 30.0
-#: bytes of output read from one probe; real answers are a few kilobytes
-MAX_OUTPUT = 2**20
 
 
 @dataclass(frozen=True)
@@ -60,58 +53,10 @@ Found = list[tuple[str, Platform]]
 Probe = Callable[[], "Found | Unavailable | None"]
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        if hasattr(os, "killpg"):  # the whole session: a tool's own children hold the pipe too
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    except OSError:
-        pass  # already gone
-    with contextlib.suppress(subprocess.TimeoutExpired):  # stuck in the driver (uninterruptible): do not wait
-        proc.wait(1.0)
-
-
 def _capture(argv: list[str], timeout: float) -> str | Unavailable:
-    """``argv``'s standard output, read for at most ``timeout`` seconds and ``MAX_OUTPUT`` bytes."""
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
-    except OSError as exc:
-        return Unavailable(f"cannot run: {exc.strerror or exc}")
-    stdout = proc.stdout
-    assert stdout is not None  # stdout=PIPE
-    out = bytearray()
-
-    def pump() -> None:  # a thread, so that a blocked read cannot outlast the timeout
-        while len(out) <= MAX_OUTPUT:
-            chunk = stdout.read1(65536)  # type: ignore[attr-defined]  # stdout=PIPE is a BufferedReader
-            if not chunk:
-                return
-            out.extend(chunk)
-
-    deadline = time.monotonic() + timeout
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    status = None
-    try:
-        reader.join(timeout)
-        if not reader.is_alive() and len(out) <= MAX_OUTPUT:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                status = proc.wait(max(0.0, deadline - time.monotonic()))
-    finally:
-        if status is None:  # timed out, over the cap, or interrupted (its own session never sees a Ctrl-C)
-            _kill(proc)
-    reader.join(1.0)  # the pipe closes once the process group is gone
-    if not reader.is_alive():
-        stdout.close()
-    if len(out) > MAX_OUTPUT:
-        return Unavailable(f"printed more than {MAX_OUTPUT // 2**20} MiB")
-    if status is None:
-        return Unavailable(f"timed out after {timeout:g}s")
-    if status != 0:
-        return Unavailable(f"exited with status {status}")
-    return out.decode("utf-8", errors="replace")  # a device name is no reason to fail
+    """``argv``'s standard output, bounded (resolver/child.py), or Unavailable(why)."""
+    out = capture(argv, timeout)
+    return Unavailable(out.reason) if isinstance(out, ChildFailed) else out
 
 
 def _run(argv: list[str]) -> str | Unavailable | None:

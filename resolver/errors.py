@@ -49,10 +49,14 @@ class RuleFileProblem:
         source, column = _window(self.source, self.column)
         return f"    {source}\n    {' ' * column}^"
 
-    def render(self) -> str:
-        head = f"{self.path}:{self.line}: {self.message}"
+    def lines(self) -> tuple[str, ...]:
+        """The problem as lines: ``file:line: message``, then the source and the caret when known.  A
+        newline inside the message is the rule file's own text, so a printer escapes each line whole."""
         caret = self.caret()
-        return f"{head}\n{caret}" if caret else head
+        return (f"{self.path}:{self.line}: {self.message}", *(caret.split("\n") if caret else ()))
+
+    def render(self) -> str:
+        return "\n".join(self.lines())
 
 
 #: characters of a source line shown under a problem; a longer line is cut around the caret
@@ -76,6 +80,9 @@ class RuleFileError(ResolverError):
         super().__init__(problem.render())
         self.problem = problem
 
+    def lines(self) -> tuple[str, ...]:
+        return self.problem.lines()
+
 
 class RuleFileErrors(ResolverError):
     """Every problem found while loading a rule pack, reported together."""
@@ -83,9 +90,13 @@ class RuleFileErrors(ResolverError):
     def __init__(self, problems: list[RuleFileProblem]):
         self.problems = sorted(problems, key=lambda p: (p.path, p.line, p.column or 0, p.message))
         count = len(self.problems)
-        lines = [f"{count} problem{'s' if count != 1 else ''} in the rule files:"]
-        lines += [p.render() for p in self.problems]
-        super().__init__("\n".join(lines))
+        #: the first line of the message, before the problems
+        self.header = f"{count} problem{'s' if count != 1 else ''} in the rule files:"
+        super().__init__("\n".join([self.header, *(p.render() for p in self.problems)]))
+
+    def lines(self) -> tuple[str, ...]:
+        """The message as lines (see :meth:`RuleFileProblem.lines`)."""
+        return (self.header, *(line for p in self.problems for line in p.lines()))
 
 
 class AmbiguousDefaultError(ResolverError):

@@ -16,11 +16,19 @@ SGLang rounds its memory fraction) and ``a if condition else b`` (SGLang's tier 
 ``null`` propagates: arithmetic, ``min``/``max``/``round`` or a comparison with a null operand is
 null, as are ``x / 0``, ``x // 0`` and ``x % 0``, and a conditional whose condition is null; a
 boolean is not a number.
+
+Every operation is bounded, so no rule pack can make an evaluation slow: an integer operand
+beyond the engine's exact range (``MAX_OPERAND``, 2**53), a float that is not finite, or a
+``round`` to more than ``MAX_ROUND_DIGITS`` digits either way makes the result null (Python
+would otherwise compute ``round(x, -300000000)`` for minutes, or multiply ever larger
+integers from one compute rule to the next); a literal ``round`` precision past that bound is
+refused when the pack loads.
 """
 from __future__ import annotations
 
 import ast
 import functools
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +53,10 @@ _CALLS = {"coalesce": 1, "min": 2, "max": 2, "round": 2}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge}
 _MAX_NODES = 200  # a value is a line of arithmetic, not a program
+#: the largest integer operand: what the engine holds exactly (resolver/numbers.py); a larger one gives null
+MAX_OPERAND = 2**53
+#: ``round``'s precision, either way: a double has 17 significant digits, and 10**n is computed for it
+MAX_ROUND_DIGITS = 20
 
 
 @dataclass(frozen=True)
@@ -56,7 +68,10 @@ class Expression:
     tree: ast.expr = field(compare=False)  # the source decides equality (pack cache round trip)
 
     def evaluate(self, values: dict[str, Any]) -> Any:
-        return self._evaluator(values)
+        value = self._evaluator(values)
+        # a product of two operands in range can leave it: null, like an operand out of range
+        return None if isinstance(value, (int, float)) and not isinstance(value, bool) and not _number(value) \
+            else value
 
     @functools.cached_property
     def _evaluator(self) -> _Evaluator:
@@ -102,6 +117,10 @@ def _check(node: ast.AST, names: dict[str, None]) -> None:
           and (node.func.id != "round" or len(node.args) == 2)):
         for a in node.args:
             _check(a, names)
+        digits = node.args[1] if node.func.id == "round" else None
+        if digits is not None and not _is_name(digits) and _literal_bound(digits) is False:
+            raise ConditionError(f"round() to {ast.unparse(digits)} digits: the precision must be an integer "
+                                 f"between -{MAX_ROUND_DIGITS} and {MAX_ROUND_DIGITS}", digits.col_offset)
     elif isinstance(node, ast.IfExp):
         for part in (node.test, node.body, node.orelse):
             _check(part, names)
@@ -109,8 +128,32 @@ def _check(node: ast.AST, names: dict[str, None]) -> None:
         raise ConditionError(f"unsupported expression '{ast.unparse(node)}' in 'value'", getattr(node, "col_offset", 0))
 
 
+def _literal_bound(node: ast.expr) -> bool | None:
+    """Whether a constant ``round`` precision (``2``, ``-3``) is within MAX_ROUND_DIGITS; None when
+    it is not a constant (it is checked when evaluated)."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    inner = node.operand if negative and isinstance(node, ast.UnaryOp) else node
+    if not isinstance(inner, ast.Constant):
+        return None
+    value: Any = inner.value
+    if negative:
+        if not _number(value):
+            return None  # the constant check refuses it with its own words
+        value = -value
+    return _digits(value)
+
+
 def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A number an operation takes: not a boolean, an integer within MAX_OPERAND, a finite float."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return -MAX_OPERAND <= v <= MAX_OPERAND
+    return isinstance(v, float) and math.isfinite(v)
+
+
+def _digits(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -MAX_ROUND_DIGITS <= v <= MAX_ROUND_DIGITS
 
 
 #: an evaluator: the values decided so far -> the value (null propagates, see the module doc)
@@ -183,6 +226,6 @@ def _compile(node: ast.AST) -> _Evaluator:
             return None
         if call == "round":
             number, digits = got
-            return round(number, digits) if isinstance(digits, int) else None
+            return round(number, digits) if _digits(digits) else None
         return min(got) if call == "min" else max(got)
     return function

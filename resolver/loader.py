@@ -39,9 +39,9 @@ from .rules import (
     RulePack,
     RuleRef,
 )
-from .safe_io import MAX_RULE_FILE_BYTES, UnreadableFile, checked_path, file_problem, read_text
+from .safe_io import MAX_RULE_FILE_BYTES, UnreadableFile, absolute_path, checked_path, file_problem, read_text
 
-__all__ = ["REQUIRE_KNOWN_KERNELS", "default_rules_dir", "load_rules"]
+__all__ = ["REQUIRE_KNOWN_KERNELS", "check_rule_files", "default_rules_dir", "load_rules", "rule_files"]
 
 @functools.lru_cache(maxsize=1)
 def _validator():
@@ -71,7 +71,7 @@ def default_rules_dir() -> str:
     """The shipped rules: ``rules/`` beside the package (source tree), else the installed copy."""
     here = os.path.dirname(os.path.abspath(__file__))
     for candidate in (os.path.join(os.path.dirname(here), "rules"), os.path.join(here, "_rules")):
-        if glob.glob(os.path.join(candidate, "*.yaml")):
+        if rule_files(candidate):
             return candidate
     return os.path.join(os.path.dirname(here), "rules")
 
@@ -230,8 +230,8 @@ def check_rule_files(rules: object) -> None:
     """
     if rules is None:
         return
-    directory = os.path.abspath(checked_path(rules, "--rules"))
-    paths = _rule_files(directory)
+    directory = absolute_path(checked_path(rules, "--rules"), "--rules")
+    paths = rule_files(directory)
     problems = []
     for path in paths[:MAX_PACK_FILES + 1]:
         problem = file_problem(path, MAX_RULE_FILE_BYTES)
@@ -244,7 +244,8 @@ def check_rule_files(rules: object) -> None:
         raise RuleFileErrors(problems)
 
 
-def _rule_files(directory: str) -> list[str]:
+def rule_files(directory: str) -> list[str]:
+    """The rule files of ``directory``, sorted (``[``, ``*`` or ``?`` in its path are its own characters)."""
     return sorted(glob.glob(os.path.join(glob.escape(directory), "*.yaml")))
 
 
@@ -266,12 +267,12 @@ def _pack_problem(paths: list[str], size: int) -> str | None:
 
 def load_rules(directory: str | None = None) -> RulePack:
     """Load and check every ``*.yaml`` file of ``directory`` (default: the shipped rules)."""
-    directory = os.path.abspath(directory or default_rules_dir())
+    directory = absolute_path(directory or default_rules_dir(), "--rules")
     problems: list[RuleFileProblem] = []
     if not os.path.isdir(directory):
         problems.append(RuleFileProblem(directory, 0, "the rules directory does not exist", code="schema"))
         raise RuleFileErrors(problems)
-    paths = _rule_files(directory)
+    paths = rule_files(directory)
     if not paths:
         problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory", code="schema"))
         raise RuleFileErrors(problems)
@@ -341,7 +342,11 @@ def _read_documents(directory: str, paths: list[str], shipped: bool,
 
 
 def _display_path(path: str) -> str:
-    rel = os.path.relpath(path)
+    """``path`` as a rule location is cited: relative to the working directory when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except OSError:  # the working directory was deleted: there is nothing to be relative to
+        return path
     return path if rel.startswith("..") else rel
 
 

@@ -9,6 +9,13 @@ hash of the format version, the package's location, the rules directory, the wor
 of the modules that decide what a pack becomes.  An entry whose key differs from the one
 computed from the files now is ignored and rebuilt.
 
+An entry is also checked for integrity before anything in it is used: its first line holds a
+SHA-256 digest of the rest bound to its key, so a changed byte (a disk error, a truncated
+write, an edit) makes it a bad entry, which is dropped and rebuilt.  It holds no engine JSON:
+the durable-rules ruleset is emitted again from the rules by the compiler, every constant
+is checked as a fresh compile checks it, and an entry the engine still refuses is dropped and
+the pack rebuilt from its files (``cached_pack``'s ``use``).
+
 Entries live under ``$LAUNCH_RESOLVER_CACHE`` (default ``$XDG_CACHE_HOME/launch-resolver``,
 else ``$HOME/.cache/launch-resolver``); ``LAUNCH_RESOLVER_CACHE=off`` disables the cache.  The
 directory is used only if nobody but root and this user can change it or any directory or
@@ -22,8 +29,8 @@ At most ``_MAX_ENTRIES`` entries (``_MAX_BYTES`` in all) are kept; the least rec
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -31,20 +38,23 @@ import re
 import stat
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, overload
 
-from .compiler import _ANCHOR, CompiledBranch, CompiledPack
+from .compiler import _ANCHOR, CompiledBranch, CompiledPack, emit_ruleset
 from .conditions import Atom, Condition
 from .errors import InputError
 from .expressions import parse_expression
+from .loader import rule_files
+from .numbers import engine_value
 from .rules import Adjust, Compute, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
 from .safe_io import MAX_RULE_FILE_BYTES, read_text
 
 __all__ = ["cache_dir", "cached_pack", "from_data", "to_data"]
 
 # 2 was a pickle, 3 had one ruleset (no parts), 4 no computed values, 5 no env options, 6 no no_cli nor
-# value_alias_note, 7 no fixes_omit_only nor fixes_skip; entries of other formats are never read
-_FORMAT = 8
+# value_alias_note, 7 no fixes_omit_only nor fixes_skip, 8 no digest and a stored ruleset; entries of other
+# formats are never read
+_FORMAT = 9
 _CODE = ("loader.py", "compiler.py", "conditions.py", "rules.py", "platforms.py", "model.py", "installed.py",
          "numbers.py", "engine_values.py", "pack_cache.py", "schema/rules.schema.json")
 _MAX_ENTRIES = 8  # one per rules directory and version in use; the shipped pack's entry is ~0.2 MB
@@ -56,6 +66,8 @@ _OFF = ("", "0", "off", "no", "false")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO planted under an entry's name must not block the open
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+T = TypeVar("T")
 
 _log = logging.getLogger("resolver")
 _noted = False
@@ -169,7 +181,7 @@ def _open_dir() -> int | None:
 def _key(directory: str) -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256(f"launch-resolver pack {_FORMAT}\0{here}\0{directory}\0{os.getcwd()}".encode())
-    for path in [*(os.path.join(here, c) for c in _CODE), *sorted(glob.glob(os.path.join(directory, "*.yaml")))]:
+    for path in [*(os.path.join(here, c) for c in _CODE), *rule_files(directory)]:
         # bounded, regular files only: a rule file swapped for a FIFO or /dev/zero must not hang this
         content = read_text(path, MAX_RULE_FILE_BYTES).encode("utf-8")
         h.update(f"\0{path}\0{len(content)}\0".encode())
@@ -181,6 +193,7 @@ def _key(directory: str) -> str:
 # Dataclasses become positional lists in field order; tuples become lists and are turned back.
 
 _SEQ = ("in", "notin")  # an Atom's value is a tuple for these operators
+_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "join", *_SEQ})
 
 
 def _ref(r: RuleRef) -> list:
@@ -197,6 +210,15 @@ def _atom(a: Atom) -> list:
 
 def _atom_of(d: list) -> Atom:
     name, op, value, none_ok = d
+    if op not in _OPS or not isinstance(name, str) or not isinstance(none_ok, bool):
+        raise ValueError("not an atom")
+    if op == "join":
+        if not isinstance(value, str):
+            raise ValueError("not an atom")
+        return Atom(name, op, value, none_ok)
+    # every constant becomes part of the engine JSON: checked as the compiler checks a rule's constants
+    for v in value if op in _SEQ else (value,):
+        engine_value(v, "a constant of a cached pack")
     return Atom(name, op, tuple(value) if op in _SEQ else value, none_ok)
 
 
@@ -251,7 +273,6 @@ def _compiled_data(c: CompiledPack) -> dict[str, Any]:
     # a branch is named by its rule's id and the index of its DNF branch: its rule and atoms are
     # the pack's own objects again when read back (a branch with no atoms gets the compiler's anchor)
     return {
-        "ruleset": c.ruleset,
         "branches": [[b.key, b.rule.ref.id, int(b.key.rsplit("#", 1)[1]), b.adj_step] for b in c.branches.values()],
         "adjust_steps": {o: [a.ref.id for a in steps] for o, steps in c.adjust_steps.items()},
         "reads": sorted(c.reads),
@@ -268,7 +289,8 @@ def _compiled_of(pack: RulePack, d: dict[str, Any]) -> CompiledPack:
     parts = tuple(tuple(part) for part in d["parts"])
     if sorted(k for part in parts for k in part) != sorted(branches):
         raise ValueError("inconsistent entry")  # every branch in exactly one part, or it would never fire
-    return CompiledPack(pack, branches, d["ruleset"], steps, frozenset(d["reads"]), parts)
+    # the engine gets only JSON the compiler emits from the rules, never JSON read from the cache
+    return CompiledPack(pack, branches, emit_ruleset(branches), steps, frozenset(d["reads"]), parts)
 
 
 def to_data(pack: RulePack, compiled: CompiledPack) -> dict[str, Any]:
@@ -285,14 +307,26 @@ def from_data(data: dict[str, Any]) -> tuple[RulePack, CompiledPack]:
     return pack, compiled
 
 
+def _digest(key: str, body: bytes) -> str:
+    """The integrity check of an entry's body, bound to its key (an entry moved to another key fails it)."""
+    return hashlib.sha256(key.encode() + b"\0" + body).hexdigest()
+
+
 def _encode(key: str, built: tuple[RulePack, CompiledPack]) -> bytes | None:
-    """The entry for ``built``, or None unless reading it back gives exactly ``built`` again."""
-    text = json.dumps({"format": _FORMAT, "key": key, **to_data(*built)}, separators=(",", ":"), allow_nan=False)
+    """The entry for ``built``: a header line (format, key, digest) and the body; None unless reading the
+    body back gives exactly ``built`` again."""
+    text = json.dumps(to_data(*built), separators=(",", ":"), allow_nan=False)
     again = from_data(json.loads(text))
     # equal dataclasses, and the same JSON (so the same order of options, rules and ruleset keys)
-    if again != built or json.dumps({"format": _FORMAT, "key": key, **to_data(*again)}, separators=(",", ":")) != text:
+    if again != built or json.dumps(to_data(*again), separators=(",", ":")) != text:
         return None
-    return text.encode()
+    body = text.encode()
+    header = json.dumps({"format": _FORMAT, "key": key, "digest": _digest(key, body)}, separators=(",", ":"))
+    return header.encode() + b"\n" + body
+
+
+class _BadEntry(Exception):
+    """An entry that fails its integrity check or does not read back as a pack: dropped, then rebuilt."""
 
 
 # --- entries on disk, always relative to the checked directory descriptor ----------------------
@@ -315,11 +349,19 @@ def _read(dfd: int, name: str, key: str) -> tuple[RulePack, CompiledPack] | None
                 os.utime(fd)  # most recently used: evicted last
     finally:
         os.close(fd)
-    text = b"".join(chunks)
-    entry = json.loads(text)
-    if not isinstance(entry, dict) or entry.get("format") != _FORMAT or entry.get("key") != key:
-        return None  # another format, or built from other files (copied or renamed here)
-    return from_data(entry)
+    head, _, body = b"".join(chunks).partition(b"\n")
+    try:
+        header = json.loads(head)
+    except ValueError:
+        raise _BadEntry from None
+    if not isinstance(header, dict) or header.get("format") != _FORMAT or header.get("key") != key:
+        return None  # another format, or built from other files (copied or renamed here): replaced when rebuilt
+    if not hmac.compare_digest(str(header.get("digest")), _digest(key, body)):
+        raise _BadEntry
+    try:
+        return from_data(json.loads(body))
+    except Exception:  # noqa: BLE001 - any shape the code cannot read back (it wrote it: older code's bug)
+        raise _BadEntry from None
 
 
 def _write(dfd: int, name: str, content: bytes) -> None:
@@ -358,23 +400,45 @@ def _evict(dfd: int, keep: str) -> None:
                 os.unlink(name, dir_fd=dfd)
 
 
-def cached_pack(directory: str, build: Callable[[], tuple[RulePack, CompiledPack]]) -> tuple[RulePack, CompiledPack]:
-    """(pack, compiled) for ``directory``: from the cache when fresh, else ``build()`` and store it."""
+Built = tuple[RulePack, CompiledPack]
+
+
+def _as_is(built: Built) -> Built:
+    return built
+
+
+@overload
+def cached_pack(directory: str, build: Callable[[], Built]) -> Built: ...
+
+
+@overload
+def cached_pack(directory: str, build: Callable[[], Built], use: Callable[[Built], T]) -> T: ...
+
+
+def cached_pack(directory: str, build: Callable[[], Built], use: Callable[[Built], Any] = _as_is) -> Any:
+    """``use((pack, compiled))`` for ``directory``'s pack (by default the pair itself): from the cache when
+    fresh, else ``build()`` and store it.  An entry that is bad, or that ``use`` (the engine taking the
+    ruleset) fails on, is dropped and the pack built from its files; what ``use`` raises on a fresh
+    build goes to the caller."""
     dfd = _open_dir()
     if dfd is None:
-        return build()
+        return use(build())
     try:
         try:
             key = _key(directory)
         except (OSError, InputError):
-            return build()  # a file vanished or is unreadable: let the loader report it
+            return use(build())  # a file vanished or is unreadable: let the loader report it
         name = key + ".json"
         try:
             entry = _read(dfd, name, key)
         except Exception:  # noqa: BLE001 - a corrupt or misshapen entry is rebuilt, never fatal
             entry = None
+            _drop(dfd, name)
         if entry is not None:
-            return entry
+            try:
+                return use(entry)
+            except Exception:  # noqa: BLE001 - what the engine refuses from the cache, it is given from the files
+                _drop(dfd, name)
         built = build()
         try:
             if _key(directory) == key:  # unchanged while it was built (the loader read these same files)
@@ -384,6 +448,11 @@ def cached_pack(directory: str, build: Callable[[], tuple[RulePack, CompiledPack
                     _evict(dfd, name)
         except (OSError, InputError, ValueError, TypeError, KeyError):
             pass  # a read-only home, or a pack JSON cannot hold exactly, is no reason to fail a launch
-        return built
+        return use(built)
     finally:
         os.close(dfd)
+
+
+def _drop(dfd: int, name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=dfd)

@@ -17,13 +17,16 @@ from typing import Any, TextIO
 from .errors import InputError
 
 __all__ = [
+    "absolute_path",
     "MAX_FILE_BYTES",
     "MAX_INT_DIGITS",
     "MAX_JSON_DEPTH",
+    "MAX_DROPPED_CHARS",
     "MAX_LINE_CHARS",
     "UnreadableFile",
     "bounded_lines",
     "checked_path",
+    "file_kind",
     "file_problem",
     "parse_json",
     "read_text",
@@ -63,7 +66,18 @@ def checked_path(path: object, what: str) -> str:
     return os.fsdecode(raw)
 
 
-def _kind(mode: int) -> str:
+def absolute_path(path: str, what: str) -> str:
+    """``os.path.abspath(path)``, else InputError naming ``what``: a relative path cannot be placed when the
+    working directory has been deleted (``getcwd`` fails)."""
+    try:
+        return os.path.abspath(path)
+    except OSError:
+        raise InputError(f"{what}: {path!r} is relative, and the working directory no longer exists; give an "
+                         "absolute path") from None
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` is, in words ("a FIFO", "a character device", ...)."""
     for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
@@ -73,7 +87,7 @@ def _kind(mode: int) -> str:
 
 def _refusal(st: os.stat_result, limit: int) -> str | None:
     if not stat.S_ISREG(st.st_mode):
-        return f"not a regular file ({_kind(st.st_mode)})"
+        return f"not a regular file ({file_kind(st.st_mode)})"
     if st.st_size > limit:
         return f"larger than the {_size(limit)} limit ({st.st_size} bytes)"
     return None
@@ -107,10 +121,14 @@ def read_text(path: str, limit: int = MAX_FILE_BYTES) -> str:
         reason = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
         raise UnreadableFile(path, reason) from None
     with os.fdopen(fd, "rb") as fh:
-        problem = _refusal(os.fstat(fd), limit)  # what was actually opened decides
+        try:
+            problem = _refusal(os.fstat(fd), limit)  # what was actually opened decides
+            if problem is None:
+                data = fh.read(limit + 1)  # st_size can lie (/proc files say 0): the read is capped too
+        except OSError as exc:  # the read itself can fail: EIO (/proc/self/mem), ENOMEM (some /proc files)
+            raise UnreadableFile(path, f"cannot be read: {exc.strerror or exc}") from None
         if problem is not None:
             raise UnreadableFile(path, problem)
-        data = fh.read(limit + 1)  # st_size can lie (/proc files say 0): the read is capped too
     if len(data) > limit:
         raise UnreadableFile(path, f"larger than the {_size(limit)} limit")
     try:
@@ -167,12 +185,19 @@ def parse_json(text: str, what: str) -> Any:
     return value
 
 
-def bounded_lines(stream: TextIO | Iterable[str], limit: int = MAX_LINE_CHARS) -> Iterator[str]:
+#: characters of one over-long line read past the cap and dropped before the source is refused as not
+#: line-oriented (``/dev/zero`` through a pipe has no newline at all)
+MAX_DROPPED_CHARS = 16 * MAX_LINE_CHARS
+
+
+def bounded_lines(stream: TextIO | Iterable[str], limit: int = MAX_LINE_CHARS,
+                  drop: int = MAX_DROPPED_CHARS) -> Iterator[str]:
     """The lines of ``stream``, never holding more than ``limit + 1`` characters of one line.
 
     An over-long line is cut to ``limit + 1`` characters (the rest is read and dropped), so a
     line check can refuse it by its length; a stream without newlines (``/dev/zero``) cannot
-    exhaust memory.
+    exhaust memory, nor keep the reader busy: past ``drop`` more characters without a newline
+    it is not lines at all, an InputError.
     """
     readline = getattr(stream, "readline", None)
     if readline is None:  # a list of lines (tests, the API): already in memory
@@ -183,7 +208,11 @@ def bounded_lines(stream: TextIO | Iterable[str], limit: int = MAX_LINE_CHARS) -
         if not line:
             return
         if len(line) > limit and not line.endswith("\n"):
-            rest = line
+            rest, dropped = line, 0
             while rest and not rest.endswith("\n"):  # drop the remainder of this line
                 rest = readline(limit + 1)
+                dropped += len(rest)
+                if dropped > drop:
+                    raise InputError(f"no newline in {(dropped + len(line)) // 2**20} MiB: the input is not "
+                                     "JSON Lines (one request per line)")
         yield line

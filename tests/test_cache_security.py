@@ -113,7 +113,7 @@ def test_a_planted_entry_that_would_run_code_is_never_run_and_is_rebuilt(tmp_pat
         calls, build = _counting(packs["rules"])
         assert _hopper_value(cached_pack(packs["rules"], build)) == "y" and calls == [1]
         assert not marker.exists()
-        assert json.loads((cache / (key + ".json")).read_bytes())["key"] == key  # rebuilt as data
+        assert json.loads((cache / (key + ".json")).read_bytes().split(b"\n")[0])["key"] == key  # rebuilt as data
         assert not (cache / (key + ".pickle")).exists()  # the old format is removed, never read
 
 
@@ -340,3 +340,86 @@ def test_swapping_the_cache_directory_during_resolutions_changes_nothing(tmp_pat
     assert result["wrong"] == 0 and result["n"] >= 10 and swaps >= 10, (result, swaps)
     assert result["builds"] >= 1  # planted directories were met: their entries were refused, the pack rebuilt
     assert not marker.exists()
+
+
+def _entry(cache, directory):
+    return cache / (_key(directory) + ".json")
+
+
+def test_every_changed_byte_of_an_entry_is_caught_and_the_entry_rebuilt(tmp_path, monkeypatch, packs):
+    """Issue 23 D: a one-byte change anywhere (a disk error, a truncated write, an edit) fails the digest
+    bound to the key, or the header: the entry is never used, and the next run writes a good one."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LAUNCH_RESOLVER_CACHE", str(cache))
+    cached_pack(packs["rules"], _counting(packs["rules"])[1])
+    entry = _entry(cache, packs["rules"])
+    good = entry.read_bytes()
+    head = good.index(b"\n")
+    # every byte of the header, and bytes spread over the body (the body is ~3 KB: every 7th)
+    for at in [*range(head + 1), *range(head + 1, len(good), 7)]:
+        bad = bytearray(good)
+        bad[at] = (bad[at] + 1) % 256 if bad[at] != ord("\n") else ord(" ")
+        entry.write_bytes(bytes(bad))
+        calls, build = _counting(packs["rules"])
+        assert _hopper_value(cached_pack(packs["rules"], build)) == "y" and calls == [1], at
+        assert entry.read_bytes() == good, at  # dropped and written again from the files
+
+
+def test_an_entry_whose_digest_was_forged_still_passes_the_compilers_checks(tmp_path, monkeypatch, packs):
+    """A constant the engine cannot hold (1e-05: error 204 in create_ruleset) in an entry with a matching
+    digest is refused as a fresh compile refuses it; the ruleset itself is never read from an entry."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LAUNCH_RESOLVER_CACHE", str(cache))
+    cached_pack(packs["rules"], _counting(packs["rules"])[1])
+    entry = _entry(cache, packs["rules"])
+    header, body = entry.read_bytes().split(b"\n", 1)
+    data = json.loads(body)
+    assert "ruleset" not in data["compiled"]
+    text = json.dumps(data).replace('"platform.major", "eq", 9,', '"platform.major", "eq", 1e-05,')
+    assert text != json.dumps(data)
+    key = json.loads(header)["key"]
+    forged = json.dumps({"format": pack_cache._FORMAT, "key": key,
+                         "digest": pack_cache._digest(key, text.encode())}).encode()
+    entry.write_bytes(forged + b"\n" + text.encode())
+    calls, build = _counting(packs["rules"])
+    assert _hopper_value(cached_pack(packs["rules"], build)) == "y" and calls == [1]
+
+
+def test_an_entry_the_engine_refuses_is_dropped_and_rebuilt(tmp_path, monkeypatch, packs):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LAUNCH_RESOLVER_CACHE", str(cache))
+    cached_pack(packs["rules"], _counting(packs["rules"])[1])
+    taken = []
+
+    def engine(built):  # refuses what came from the cache (as create_ruleset would refuse bad JSON)
+        if not taken:
+            taken.append("cached")
+            raise RuntimeError("Could not create ruleset, error code: 202")
+        taken.append("fresh")
+        return built
+
+    calls, build = _counting(packs["rules"])
+    assert _hopper_value(cached_pack(packs["rules"], build, engine)) == "y"
+    assert taken == ["cached", "fresh"] and calls == [1]
+    calls, build = _counting(packs["rules"])
+    cached_pack(packs["rules"], build)
+    assert calls == []  # the entry written from the files is used again
+
+
+@pytest.mark.parametrize("name", ["rules[1]", "rules*", "rules?", "a[b]c"])
+def test_a_rules_path_with_glob_characters_is_hashed_by_its_own_files(tmp_path, monkeypatch, name):
+    """Issue 23 E: ``[``, ``*`` and ``?`` in a --rules path are characters, not a pattern: an edited rule
+    file changes the key (and the in-process engine), so the old answer is not kept."""
+    from resolver.api import get_engine, resolve
+
+    monkeypatch.setenv("LAUNCH_RESOLVER_CACHE", str(tmp_path / "cache"))
+    directory = tmp_path / name
+    directory.mkdir()
+    (directory / "a.yaml").write_text(PACK)
+    before = _key(str(directory))
+    assert resolve({}, platform="h100", rules=str(directory)).values["b"] == "y"
+    (directory / "a.yaml").write_text(OTHER)
+    os.utime(directory / "a.yaml", ns=(1, 1))  # a new mtime the engine cache sees, whatever the clock
+    assert _key(str(directory)) != before
+    assert get_engine(str(directory)).pack.defaults[0].set["b"] == "z"
+    assert resolve({}, platform="h100", rules=str(directory)).values["b"] == "z"

@@ -46,7 +46,7 @@ def test_resolved_exits_0():
     (["--model-arch", "X"], "name the target GPU"),
     (["--platform", "h100", "--model-config", "/nonexistent/config.json"], "no such file: /nonexistent/config.json"),
     (BASE + ["--explain", "kv_cache"], "--explain kv_cache: no such option. Did you mean 'kv_cache_dtype'?"),
-    (BASE + ["--batch", "/nonexistent.jsonl"], "--batch: cannot read /nonexistent.jsonl"),
+    (["--batch", "/nonexistent.jsonl"], "--batch: cannot read /nonexistent.jsonl"),
     (BASE + ["--installed", "flashinfer"], "--installed expects PKG=yes or PKG=no"),
     (["--compute-capability", "7.5", "--model-arch", "X"], "no known nvidia platform has capability 7.5"),
     (["--platform", "h100", "--model-arch", "X", "stray"], "unexpected argument 'stray'"),

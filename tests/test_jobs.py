@@ -53,7 +53,8 @@ def test_results_come_in_the_order_of_the_items_for_any_number_of_jobs():
 
 
 def test_plan_jobs():
-    assert plan_jobs(3, 10) == 3  # asked for: used, even for little work
+    assert plan_jobs(3, 10) == min(3, jobs_module.usable_cpus())  # asked for: used, even for little work
+    assert plan_jobs(10_000) == jobs_module.usable_cpus()  # never more than the CPUs (issue 23 L)
     assert plan_jobs(0, MIN_ITEMS_PER_JOB - 1) == 1  # one worker would cost more than it saves
     assert plan_jobs(None, None) == plan_jobs(0) == jobs_module.usable_cpus()
     assert plan_jobs(0, 10 ** 6) == jobs_module.usable_cpus()

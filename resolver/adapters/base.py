@@ -147,9 +147,11 @@ def validate(adapter: object, origin: str) -> KernelAdapter:
     if not isinstance(adapter, KernelAdapter):
         raise AdapterError(f"kernel adapter from {origin} is a {type(adapter).__name__}, not a KernelAdapter")
     # the name is printed in every listing and warning: one line of text, or it could forge others
-    if not isinstance(adapter.name, str) or not adapter.name.strip() or not adapter.name.isprintable():
-        raise AdapterError(f"kernel adapter from {origin}: its name must be non-empty printable text, "
-                           f"got {adapter.name!r}")
+    # ASCII: a look-alike letter (a Cyrillic 'і' in 'trіton') would pass for a built-in's name
+    if (not isinstance(adapter.name, str) or not adapter.name.strip() or not adapter.name.isprintable()
+            or not adapter.name.isascii()):
+        raise AdapterError(f"kernel adapter from {origin}: its name must be non-empty printable ASCII text, "
+                           f"got {ascii(adapter.name)}")
     where = f"kernel adapter '{adapter.name}' ({origin})"
     if not callable(adapter.probe):
         raise AdapterError(f"{where}: its probe is a {type(adapter.probe).__name__}, not a function")

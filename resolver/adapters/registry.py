@@ -2,14 +2,20 @@
 group ``resolver.kernels`` (so a kernel package can ship its own adapter).
 
 A third-party adapter (a *plugin*) that is malformed or fails to load gives an AdapterError naming
-it; the others still load.  A plugin cannot take the name of a built-in adapter or of another
-plugin: it would silently replace that adapter's probe (probes are looked up by name), so it is
-not loaded and the error names both.  Where several adapters claim the same (role, backend,
+it; the others still load.  A plugin is imported first in a child process with a hard deadline
+(PLUGIN_TIMEOUT; resolver/child.py): one whose import hangs, exits or raises anything, even a
+BaseException of its own, is reported there and never imported here.  Its probe runs in such a
+child too, so a probe stuck in C code holding the interpreter lock is killed at the deadline.
+
+A plugin cannot take the name of a built-in adapter or of another plugin: it would silently
+replace that adapter's probe (probes are looked up by name), so it is not loaded and the error
+names both.  Where several adapters claim the same (role, backend,
 platform), the last one loaded wins and the verdict's reason names it: built-ins load first, then
 entry points sorted by name, so a kernel package's own (newer) claim overrides the built-in one.
 
-Probes are the adapters' Python code run on this machine; they run in daemon threads under one
-time budget (PROBE_TIMEOUT), once per registry.  A probe that raises, returns something other
+Probes are the adapters' Python code run on this machine, under one time budget (PROBE_TIMEOUT),
+once per registry: the built-in ones (a file lookup each) in a daemon thread, each plugin's in a
+child process of its own.  A probe that raises, returns something other
 than a Probe, or does not answer in time is an AdapterError in ``probes()``; where probes count,
 that adapter's "supported" claims become "unknown" (not verified here), its other claims stand.
 Every problem with a plugin, and every failed probe where probes count, is a warning of every
@@ -20,22 +26,29 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.metadata
+import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from ..child import ChildFailed, capture
 from ..installed import canonical_package
 from ..notices import Notice
 from ..platforms import ALL_PLATFORMS
 from .base import ROLE_FALLBACK, AdapterError, Claim, KernelAdapter, Probe, validate
+from .plugin_child import BOOT
 
 __all__ = ["GROUP", "PROBE_TIMEOUT", "WARNING_PLUGIN", "WARNING_PROBE", "Registry", "registry", "reload_registry"]
 
 GROUP = "resolver.kernels"
 #: seconds all probes together may take (they run in parallel); a probe still running then is abandoned
 PROBE_TIMEOUT = 5.0
+#: seconds a plugin's import may take in its child process (a cold start of a kernel package's Python)
+PLUGIN_TIMEOUT = 20.0
 #: the prefixes that start the text of the warnings about adapters (their codes: plugin, probe)
 WARNING_PLUGIN = "plugin:"  # an entry-point adapter failed to load, clashed, or its probe failed
 WARNING_PROBE = "probe:"  # a built-in adapter's probe failed
@@ -55,9 +68,12 @@ class Verdict:
 
 
 class Registry:
-    def __init__(self, adapters: list[KernelAdapter], errors: list[AdapterError], probed: dict | None = None):
+    def __init__(self, adapters: list[KernelAdapter], errors: list[AdapterError], probed: dict | None = None,
+                 entry_points: Mapping[str, str] | None = None):
         self.adapters = adapters
         self.errors = errors
+        #: plugin adapter name -> its entry point's name (its probe runs in a child that loads it by that name)
+        self.entry_points = dict(entry_points or {})
         #: adapter name -> Probe, when the local machine's packages count (--platform auto / --check-installed)
         self.probed = probed
         self._checking: Registry | None = None
@@ -141,7 +157,7 @@ class Registry:
         installed libraries for every line (reload_registry() after installing one)."""
         with self._lock:
             if self._checking is None:
-                self._checking = Registry(self.adapters, self.errors, self.probes())
+                self._checking = Registry(self.adapters, self.errors, self.probes(), self.entry_points)
             return self._checking
 
     def probes(self) -> dict[str, Probe | AdapterError]:
@@ -149,7 +165,7 @@ class Registry:
         has no answer; run once per registry (a copy: callers may change theirs)."""
         with self._lock:
             if self._probes is None:
-                self._probes = _run_probes(self.adapters, PROBE_TIMEOUT)
+                self._probes = _run_probes(self.adapters, PROBE_TIMEOUT, self.entry_points)
             return dict(self._probes)
 
     def warnings(self) -> tuple[Notice, ...]:
@@ -166,12 +182,13 @@ class Registry:
         return tuple(out)
 
 
-def _run_probes(adapters: list[KernelAdapter], timeout: float) -> dict[str, Probe | AdapterError]:
-    """Run the probes in daemon threads and wait at most ``timeout`` seconds for all of them.  A probe
-    is Python code in this process and cannot be killed: one that has not answered by then is
-    abandoned (a daemon thread does not keep the process alive) and reported.  The built-in probes
-    (a file lookup each) share one thread, which costs less to start than one each on a busy
-    machine; every plugin gets its own, so a hanging plugin cannot keep any other probe from running."""
+def _run_probes(adapters: list[KernelAdapter], timeout: float,
+                entry_points: Mapping[str, str]) -> dict[str, Probe | AdapterError]:
+    """Run the probes and wait at most ``timeout`` seconds for all of them.  The built-in probes (a file
+    lookup each, our own code) share one daemon thread, which costs less to start than one each on a
+    busy machine; every plugin's probe runs in a child process of its own (``entry_points`` names the
+    entry point to load there), killed at the deadline.  A probe that has not answered by then is
+    reported."""
     answers: dict[str, Probe | AdapterError] = {}
 
     def run(group: list[KernelAdapter]) -> None:
@@ -185,8 +202,28 @@ def _run_probes(adapters: list[KernelAdapter], timeout: float) -> dict[str, Prob
             answers[adapter.name] = got if isinstance(got, Probe) else AdapterError(
                 f"{where}: probe returned a {type(got).__name__}, not a Probe")
 
-    groups = [[a for a in adapters if a.source == "built-in"]] + [[a] for a in adapters if a.source != "built-in"]
-    threads = [threading.Thread(target=run, args=(g,), name=f"probe {g[0].name}", daemon=True) for g in groups if g]
+    def run_plugin(adapter: KernelAdapter) -> None:
+        where = f"kernel adapter '{adapter.name}' ({adapter.source})"
+        answer = _in_child("probe", entry_points[adapter.name], timeout)
+        if isinstance(answer, ChildFailed):
+            if not answer.timed_out:  # a probe past the deadline is reported as not answering, below
+                answers[adapter.name] = AdapterError(f"{where}: probe failed: its process {answer.reason}")
+        elif "probe" in answer:
+            answers[adapter.name] = _probe_of(answer["probe"]) or AdapterError(
+                f"{where}: probe returned a Probe that does not read back")
+        elif "not_a_probe" in answer:
+            answers[adapter.name] = AdapterError(f"{where}: probe returned a {answer['not_a_probe']}, not a Probe")
+        else:
+            answers[adapter.name] = AdapterError(
+                f"{where}: probe failed: {answer.get('probe_error') or answer.get('error')}")
+
+    # an adapter built in this process (the API, a test) has no entry point a child could load: its own thread
+    built_in = [a for a in adapters if a.source == "built-in"]
+    threads = [threading.Thread(target=run, args=(built_in,), name="probe built-ins", daemon=True)] if built_in else []
+    threads += [threading.Thread(target=run_plugin, args=(a,), name=f"probe {a.name}", daemon=True)
+                if a.name in entry_points else
+                threading.Thread(target=run, args=([a],), name=f"probe {a.name}", daemon=True)
+                for a in adapters if a.source != "built-in"]
     for t in threads:
         t.start()
     deadline = time.monotonic() + timeout
@@ -241,21 +278,79 @@ def _builtin_adapters() -> list[KernelAdapter]:
 
 
 def _name_key(name: str) -> str:
-    """Names that read the same (case, "-" / "_" / "." / spaces) count as one: a look-alike of a
-    built-in's name would confuse every listing and explanation that names the adapter."""
-    return re.sub(r"[\s_.-]+", "-", name.strip().casefold())
+    """Names that read the same (case, "-" / "_" / "." / spaces, which are dropped) count as one: a
+    look-alike of a built-in's name (``flash_infer``, `` flashinfer.``) would confuse every listing
+    and explanation that names the adapter.  (Names are ASCII: base.validate refuses others.)"""
+    return re.sub(r"[\s_.-]+", "", name.casefold())
+
+
+def _in_child(mode: str, name: str, timeout: float) -> dict[str, Any] | ChildFailed:
+    """What the child process says of entry point ``name`` (resolver/adapters/plugin_child.py)."""
+    out = capture([sys.executable, "-I", "-c", BOOT, json.dumps(sys.path), mode, name], timeout)
+    if isinstance(out, ChildFailed):
+        return out
+    for line in out.splitlines():
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(answer, dict) and answer.get("name") == name:
+            return answer
+    return ChildFailed("gave no answer")
+
+
+def _probe_of(data: Any) -> Probe | None:
+    """A Probe from the child's JSON, if it has a Probe's shape (the child runs a plugin's code)."""
+    try:
+        installed, version, detail = data["installed"], data["version"], data["detail"]
+        archs, ptx = data["archs"], data["ptx"]
+        if not (isinstance(installed, bool) and isinstance(version, (str, type(None))) and isinstance(detail, str)
+                and (archs is None or all(isinstance(a, int) for a in archs)) and all(isinstance(p, int) for p in ptx)):
+            return None
+        return Probe(installed, version, detail, None if archs is None else tuple(archs), tuple(ptx))
+    except (KeyError, TypeError):
+        return None
+
+
+def _plugins_that_load(names: list[str]) -> dict[str, str | None]:
+    """entry point name -> None if it imports cleanly in a child process within PLUGIN_TIMEOUT, else why not
+    (all children at once: one slow plugin does not delay the others' verdicts)."""
+    verdicts: dict[str, str | None] = {}
+
+    def check(name: str) -> None:
+        answer = _in_child("load", name, PLUGIN_TIMEOUT)
+        if isinstance(answer, ChildFailed):
+            verdicts[name] = (f"its import did not finish within {PLUGIN_TIMEOUT:g}s" if answer.timed_out
+                              else f"its import {answer.reason}")
+        else:
+            verdicts[name] = answer.get("error")
+
+    threads = [threading.Thread(target=check, args=(n,), name=f"load {n}", daemon=True) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()  # each child is killed at its own deadline: every thread ends
+    return verdicts
 
 
 def _load() -> Registry:
     adapters = _builtin_adapters()
     errors: list[AdapterError] = []
+    plugins: dict[str, str] = {}
     #: name key -> who holds that name (for the error naming both sides of a clash)
     taken = {_name_key(a.name): f"the built-in adapter '{a.name}'" for a in adapters}
-    for ep in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name):
+    eps = sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name)
+    loads = _plugins_that_load([ep.name for ep in eps]) if eps else {}
+    for ep in eps:
         origin = f"entry point {ep.name} = {ep.value}"
+        if loads.get(ep.name) is not None:  # never imported here: it hung, exited or raised in its child
+            errors.append(AdapterError(f"kernel adapter from {origin} failed to load: {loads[ep.name]}"))
+            continue
         try:
             obj = ep.load()
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken third-party package must not stop the others
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a broken third-party package must not stop the others
             errors.append(AdapterError(f"kernel adapter from {origin} failed to load: {exc!r}"))
             continue
         try:
@@ -272,7 +367,8 @@ def _load() -> Registry:
             continue
         taken[_name_key(adapter.name)] = f"the adapter '{adapter.name}' from {origin}"
         adapters.append(dataclasses.replace(adapter, source=origin))
-    return Registry(adapters, errors)
+        plugins[adapter.name] = ep.name
+    return Registry(adapters, errors, entry_points=plugins)
 
 
 _REGISTRY: Registry | None = None

@@ -39,31 +39,53 @@ def _check_text(text: str, what: str) -> None:
         raise InputError(f"{what} is not valid Unicode text (it holds the lone surrogate U+{code:04X})") from None
 
 
+#: lines in a row that are not JSON requests at all (not text, not JSON, not an object, over the length cap)
+#: after which a batch stops: its input is not JSON Lines (``--batch /dev/urandom`` would go on for ever)
+MAX_UNREADABLE_RUN = 100
+#: the key marking, between resolve_line and run_batch, a line that is no request at all (never written)
+_UNREADABLE = "_unreadable"
+
+
+class _NotARequest(ResolverError):
+    """A line that is no JSON request at all (counted towards MAX_UNREADABLE_RUN)."""
+
+
 def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True,
                  require_known_kernels: bool = False, explain: bool = False) -> dict[str, Any]:
     """Resolve one batch line into its result object (never raises a ResolverError): the compact JSON form,
     or with ``explain`` the full one (every derivation, fact and origin), as ``resolve --format json``."""
     rid = None
     try:
-        if len(line) > MAX_LINE_CHARS:  # json.loads would hold it all, and more, in memory
-            raise ResolverError(f"the line is longer than the {MAX_LINE_CHARS // 2**20} MiB limit for a request")
-        _check_text(line, "the line")  # bytes that are not UTF-8 arrive as lone surrogates (surrogateescape)
         try:
-            req = parse_json(line, "the request")  # caps nesting depth and integer length
-        except json.JSONDecodeError as exc:
-            raise ResolverError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
-        # a JSON escape can spell a lone surrogate too ("\ud800"): no text of a request may hold one
-        _check_text(json.dumps(req, ensure_ascii=False), "a string of the request")
-        if not isinstance(req, dict):
-            raise ResolverError("a request must be a JSON object")
+            req = _request(line)
+        except ResolverError as exc:
+            raise _NotARequest(str(exc)) from None
         rid = req.get("id")
         res = resolve_request(engine, **request_kwargs(req, strict, require_known_kernels), fixes=fixes)
         return {"id": rid, **to_json_dict(res, explain=explain)}
+    except _NotARequest as exc:
+        return {"id": None, "status": "error", "error": str(exc), _UNREADABLE: True}
     except ResolverError as exc:
         return {"id": rid, "status": "error", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - an internal bug: keep its traceback, keep the batch going
         traceback.print_exc(file=Output(sys.stderr))  # its message may quote the request: escaped
         return {"id": rid, "status": "error", "error": f"internal error: {exc!r}", "internal": True}
+
+
+def _request(line: str) -> dict[str, Any]:
+    """The JSON object of one line, within the caps; else a ResolverError saying why it is none."""
+    if len(line) > MAX_LINE_CHARS:  # json.loads would hold it all, and more, in memory
+        raise ResolverError(f"the line is longer than the {MAX_LINE_CHARS // 2**20} MiB limit for a request")
+    _check_text(line, "the line")  # bytes that are not UTF-8 arrive as lone surrogates (surrogateescape)
+    try:
+        req = parse_json(line, "the request")  # caps nesting depth and integer length
+    except json.JSONDecodeError as exc:
+        raise ResolverError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+    # a JSON escape can spell a lone surrogate too ("\ud800"): no text of a request may hold one
+    _check_text(json.dumps(req, ensure_ascii=False), "a string of the request")
+    if not isinstance(req, dict):
+        raise ResolverError("a request must be a JSON object")
+    return req
 
 
 def _setup(rules: str, strict: bool, fixes: bool, require_known_kernels: bool,
@@ -93,6 +115,8 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
     counts = {"resolved": 0, "conflict": 0, "error": 0}
     by_rule: dict[str, int] = {}
     worst = 0
+    stopped = ""
+    unreadable = 0  # lines in a row that were no request at all
     numbered = ((number, line) for number, line in enumerate(lines, 1) if line.strip())
     settings = (strict, fixes, require_known_kernels, explain)
     with Progress("batch", unit=" lines", stream=err) as bar:
@@ -102,22 +126,30 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
         else:  # the engine given, which may not come from a directory
             results = run_ordered(lambda: (engine, *settings), (), _resolve_numbered, numbered, 1, bar)
         with closing(results):  # a batch that stops early ends its workers
-            for number, result in results:
-                if result["status"] == "error" and result["id"] is None:
-                    result["line"] = number
-                counts[result["status"]] += 1
-                worst = max(worst, 3 if result.get("internal") else
-                            {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
-                with bar.cleared(out.isatty()):  # json.dumps escapes every control character
-                    out.write_safe(json.dumps(result, sort_keys=False) + "\n")
-                for c in result.get("conflicts", ()):
-                    by_rule[c["rule"]["id"]] = by_rule.get(c["rule"]["id"], 0) + 1
-                if explain and result["status"] != "resolved":
-                    with bar.cleared():
-                        _explain_line(result, number, err, engine.pack.options)
-                if out.broken:
-                    break
-    stopped = "; stopped: the output was closed" if out.broken else ""
+            try:
+                for number, result in results:
+                    unreadable = unreadable + 1 if result.pop(_UNREADABLE, False) else 0
+                    if result["status"] == "error" and result["id"] is None:
+                        result["line"] = number
+                    counts[result["status"]] += 1
+                    worst = max(worst, 3 if result.get("internal") else
+                                {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
+                    with bar.cleared(out.isatty()):  # json.dumps escapes every control character
+                        out.write_safe(json.dumps(result, sort_keys=False) + "\n")
+                    for c in result.get("conflicts", ()):
+                        by_rule[c["rule"]["id"]] = by_rule.get(c["rule"]["id"], 0) + 1
+                    if explain and result["status"] != "resolved":
+                        with bar.cleared():
+                            _explain_line(result, number, err, engine.pack.options)
+                    if out.broken:
+                        stopped = "; stopped: the output was closed"
+                        break
+                    if unreadable >= MAX_UNREADABLE_RUN:
+                        stopped = (f"; stopped: {unreadable} lines in a row are not JSON requests (the input is "
+                                   "not JSON Lines)")
+                        break
+            except InputError as exc:  # the input is not lines at all (no newline within the caps)
+                stopped, worst = f"; stopped: {exc}", max(worst, 2)
     err.write(f"batch: {counts['resolved']} resolved, {counts['conflict']} conflicted, "
               f"{counts['error']} failed{stopped}\n")
     if explain and by_rule:

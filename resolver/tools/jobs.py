@@ -54,13 +54,15 @@ def usable_cpus() -> int:
 
 
 def plan_jobs(jobs: int | None, items: int | None = None) -> int:
-    """The processes to use: ``jobs`` as given (``--jobs N``), or for 0/None one per usable CPU,
-    then no more than the work pays for (:data:`MIN_ITEMS_PER_JOB`; when ``items`` is known)."""
+    """The processes to use: ``jobs`` as given (``--jobs N``) but never more than the usable CPUs (the
+    work is CPU-bound, and each process holds its own engine: 24 processes on 2 CPUs took 2 GB and ran
+    no faster), or for 0/None one per usable CPU, then no more than the work pays for
+    (:data:`MIN_ITEMS_PER_JOB`; when ``items`` is known)."""
     if jobs is not None and jobs < 0:
         raise InputError("--jobs must be 0 (one per usable CPU) or more")
-    if jobs:
-        return jobs
     n = usable_cpus()
+    if jobs:
+        return min(jobs, n)
     if items is not None:
         n = min(n, max(1, items // MIN_ITEMS_PER_JOB))
     return n
@@ -80,8 +82,8 @@ def add_jobs_argument(parser, default: int, what: str) -> None:
     """The ``--jobs`` option of a subcommand (the same words everywhere)."""
     default_text = "one per usable CPU, as far as the work pays for them" if default == 0 else str(default)
     parser.add_argument("--jobs", type=_jobs_value, default=default, metavar="N",
-                        help=f"processes resolving {what} (0: one per usable CPU; default: {default_text}); "
-                             "the output is the same for every N")
+                        help=f"processes resolving {what} (0: one per usable CPU; default: {default_text}; "
+                             "at most one per usable CPU); the output is the same for every N")
 
 
 class Progress:

@@ -177,13 +177,18 @@ def test_an_adapter_name_is_one_line_of_text_and_look_alikes_are_one_name():
     from resolver.adapters.registry import _name_key
 
     for name in ("", "  ", "fa3\nwarning: all clear", None):
-        with pytest.raises(AdapterError, match="name must be non-empty printable text"):
+        with pytest.raises(AdapterError, match="name must be non-empty printable ASCII text"):
             validate(KernelAdapter(name, "x", None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),)),
                      "test")
     with pytest.raises(AdapterError, match="its probe is a str"):
         validate(KernelAdapter("x", "x", None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),),
                                probe="yes"), "test")
     assert _name_key("Flashinfer_TRTLLM") == _name_key("flashinfer-trtllm") == _name_key(" flashinfer.trtllm ")
+    # issue 23 I: separators do not count at all, and a look-alike letter is no name
+    assert _name_key("flash_infer") == _name_key("flash-infer") == _name_key(" flashinfer.") == _name_key("flashinfer")
+    with pytest.raises(AdapterError, match="printable ASCII text, got .tr.{6}ton."):
+        validate(KernelAdapter("tr\u0456ton", "x", None, (Claim("dsa_decode", ("k",), "supported", ("sm90",), "e"),)),
+                 "test")
 
 
 def test_every_adapter_package_is_known_to_installed_under_its_spellings():

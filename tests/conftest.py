@@ -63,3 +63,34 @@ SEED_ARGV = ["--platform", "h100", "--model-arch", "DeepseekV32ForCausalLM", "--
              "--enable-hisparse", "--disable-radix-cache", "--dsa-decode-backend", "tilelang"]
 SEED_ARGS = {"kv_cache_dtype": "fp8_e4m3", "enable_hisparse": True, "disable_radix_cache": True,
              "dsa_decode_backend": "tilelang"}
+
+
+@pytest.fixture
+def plugins(tmp_path, monkeypatch):
+    """Install fake plugins: ``install({module: source}, "name = module:ATTR\\n...")`` writes the modules
+    and a distribution whose entry points (group resolver.kernels) name them, then reloads the adapters.
+    The adapters are loaded afresh first too: what a test compares against must not be a registry another
+    test left behind (with its probes' answers)."""
+    import sys
+
+    from resolver.adapters import reload_registry
+
+    reload_registry()
+    modules: list[str] = []
+
+    def install(sources: dict[str, str], entry_points: str) -> None:
+        for name, text in sources.items():
+            (tmp_path / f"{name}.py").write_text(textwrap.dedent(text))
+            modules.append(name)
+        dist = tmp_path / "fake_plugins-1.0.dist-info"
+        dist.mkdir(exist_ok=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugins\nVersion: 1.0\n")
+        (dist / "entry_points.txt").write_text("[resolver.kernels]\n" + textwrap.dedent(entry_points))
+        monkeypatch.syspath_prepend(str(tmp_path))
+        reload_registry()
+
+    yield install
+    monkeypatch.undo()
+    for name in modules:
+        sys.modules.pop(name, None)
+    reload_registry()

@@ -9,8 +9,6 @@ import sys
 import textwrap
 import time
 
-import pytest
-
 from resolver.adapters import Probe, registry, reload_registry
 from resolver.cli import main
 
@@ -49,33 +47,6 @@ ADAPTER = KernelAdapter(name="slow-sm120", family="a probe that never answers", 
     claims=(Claim("dsa_decode", ("trtllm",), "supported", ("sm120", "sm121"), "vendor notes"),),
     probe=lambda: time.sleep(60))
 '''
-
-
-@pytest.fixture
-def plugins(tmp_path, monkeypatch):
-    """Install fake plugins: ``install({module: source}, "name = module:ATTR\\n...")`` writes the modules
-    and a distribution whose entry points (group resolver.kernels) name them, then reloads the adapters.
-    The adapters are loaded afresh first too: what a test compares against must not be a registry another
-    test left behind (with its probes' answers)."""
-    reload_registry()
-    modules: list[str] = []
-
-    def install(sources: dict[str, str], entry_points: str) -> None:
-        for name, text in sources.items():
-            (tmp_path / f"{name}.py").write_text(textwrap.dedent(text))
-            modules.append(name)
-        dist = tmp_path / "fake_plugins-1.0.dist-info"
-        dist.mkdir(exist_ok=True)
-        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugins\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text("[resolver.kernels]\n" + textwrap.dedent(entry_points))
-        monkeypatch.syspath_prepend(str(tmp_path))
-        reload_registry()
-
-    yield install
-    monkeypatch.undo()
-    for name in modules:
-        sys.modules.pop(name, None)
-    reload_registry()
 
 
 def _run(argv):

@@ -1,11 +1,16 @@
 """The child side of plugin isolation: import third-party kernel adapters, or run their probes, in a
 process the registry can kill (resolver/adapters/registry.py starts it through resolver/child.py).
 
-``python -I -c BOOT SYS_PATH load|probe NAME...``: for each entry point NAME of the group
+``python -I -c BOOT SYS_PATH SECONDS load|probe NAME...``: for each entry point NAME of the group
 ``resolver.kernels``, one JSON line: ``{"name": NAME}`` when it loads (``load``) or the probe's
 answer (``probe``), else ``{"name": NAME, "error": repr(exception)}``.  A plugin that prints
 cannot garble the answer: its standard output goes to /dev/null, the answer to the descriptor
 saved before any plugin code runs.
+
+The child ends itself too, SECONDS after it starts (plus one): the parent kills it at its
+deadline, but a parent that is itself ended first (SIGTERM while it waits) cannot, and a child
+stuck in C code holding the interpreter lock would then run on alone.  SIGALRM's default action
+ends a process in the kernel, whatever its Python is doing.
 """
 from __future__ import annotations
 
@@ -19,8 +24,9 @@ from typing import Any
 __all__ = ["BOOT", "main"]
 
 #: the child's bootstrap: the parent's sys.path (a plugin installed where the parent sees it), then main()
-BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
-        "from resolver.adapters.plugin_child import main; main(sys.argv[2:])")
+BOOT = ("import json, signal, sys; signal.signal(signal.SIGALRM, signal.SIG_DFL); "
+        "signal.alarm(int(float(sys.argv[2])) + 1); sys.path[:] = json.loads(sys.argv[1]); "
+        "from resolver.adapters.plugin_child import main; main(sys.argv[3:])")
 
 
 def _answer(mode: str, obj: Any) -> dict[str, Any]:

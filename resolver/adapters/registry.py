@@ -286,7 +286,7 @@ def _name_key(name: str) -> str:
 
 def _in_child(mode: str, name: str, timeout: float) -> dict[str, Any] | ChildFailed:
     """What the child process says of entry point ``name`` (resolver/adapters/plugin_child.py)."""
-    out = capture([sys.executable, "-I", "-c", BOOT, json.dumps(sys.path), mode, name], timeout)
+    out = capture([sys.executable, "-I", "-c", BOOT, json.dumps(sys.path), str(timeout), mode, name], timeout)
     if isinstance(out, ChildFailed):
         return out
     for line in out.splitlines():

@@ -23,7 +23,8 @@ from .errors import ConflictError, InputError
 from .fixes import attach_fixes, platforms_that_resolve
 from .installed import installed_facts
 from .loader import check_rule_files, default_rules_dir, load_rules, rule_files
-from .model import load_model_config, model_facts
+from .model import model_facts
+from .model_source import CHECKPOINT_FILES, read_checkpoint
 from .notices import Notice
 from .options import CONSUMED, coerce_args, split_unchecked
 from .platforms import Platform, find_platform
@@ -198,11 +199,13 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     installed: dict[str, bool] | None = None, strict: bool = False,
                     check_installed: bool = False, require_known_kernels: bool = False,
                     draft_model: dict | None = None, gpu_memory_gb: float | None = None,
-                    env: dict[str, str] | None = None, gpus_per_node: int | None = None) -> Resolution:
+                    env: dict[str, str] | None = None, gpus_per_node: int | None = None,
+                    model_files: dict[str, Any] | None = None) -> Resolution:
     """Resolve without raising on conflicts (the CLI and batch mode use this).  ``draft_model`` is the
     draft checkpoint's config.json; without it, ``--speculative-draft-model-path`` is looked up.
     ``gpu_memory_gb`` replaces the memory of the platform's card.  ``env`` holds the environment
-    variables already set where SGLang starts."""
+    variables already set where SGLang starts.  ``model_files`` holds the checkpoint's files beside a
+    ``model`` config given as a dict (file name -> its JSON: ``hf_quant_config.json``)."""
     plat, how, source = _platform(platform)
     if gpu_memory_gb is not None:
         plat = plat.with_memory(gpu_memory_gb)
@@ -228,9 +231,11 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     declared, environment = _environment(engine.pack, env)
     typed, more_notes, spelled = coerce_args(engine.pack, {**rule_args, **declared}, flags)
     deprecations = [Notice("deprecated", n) for n in (*notes, *arg_notes, *more_notes)]
+    files = _checkpoint_files(model_files)
     if isinstance(model, str):
-        model = load_model_config(model)
-    facts = _model(model, model_arch, unchecked.get("model_path"))
+        checkpoint = read_checkpoint(model, "--model-config")
+        model, files = checkpoint.config, {**checkpoint.files, **files}
+    facts = _model(model, model_arch, unchecked.get("model_path"), files)
     engine.check_architecture(facts)
     if draft_model is not None:
         draft = draft_facts(draft_model, "the draft config given")
@@ -282,21 +287,35 @@ def _environment(pack, env: Any) -> tuple[dict[str, str], dict[str, str]]:
     return declared, other
 
 
-def _model(model: dict | None, model_arch: str | None, model_path: Any) -> dict[str, tuple[Any, Origin]]:
-    """Model facts from a config, else from SGLang's ``model_path`` as an operator names a model
-    (a path, a Hugging Face id in the local cache, a catalogued id), else from an architecture
-    alone (its representative catalogued config, when there is one)."""
+def _checkpoint_files(files: Any) -> dict[str, Any]:
+    """A request's ``model_files`` (the oracle's request format): file name -> JSON object; only the files
+    SGLang's resolution reads (model_source.CHECKPOINT_FILES) are kept, the others change nothing."""
+    if files is None:
+        return {}
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in files.items()):
+        raise InputError("model_files must map checkpoint file names to their JSON objects "
+                         "(e.g. {\"hf_quant_config.json\": {...}})")
+    return {name: value for name, value in files.items() if name in CHECKPOINT_FILES}
+
+
+def _model(model: dict | None, model_arch: str | None, model_path: Any,
+           files: dict[str, Any]) -> dict[str, tuple[Any, Origin]]:
+    """Model facts from a config (with ``files`` beside it), else from SGLang's ``model_path`` as an
+    operator names a model (a path, a Hugging Face id in the local cache, a catalogued id: their files
+    are read there), else from an architecture alone (its representative catalogued config, when
+    there is one)."""
     from .model_source import find_model, representative
 
     if model is None and model_arch is None and model_path is not None:
         found = find_model(model_path)
-        facts = model_facts(found.config, source=_describe(found))
+        facts = model_facts(found.config, source=_describe(found), files={**found.files, **files})
     elif model is None and isinstance(model_arch, str) and representative(model_arch.strip()) is not None:
         entry = representative(model_arch.strip())
         assert entry is not None  # tested just above
-        facts = model_facts(entry.config, source=f"{_describe(entry)[:-1]}, representative of the architecture)")
+        facts = model_facts(entry.config, source=f"{_describe(entry)[:-1]}, representative of the architecture)",
+                            files=entry.files)
     else:
-        facts = model_facts(model, model_arch)
+        facts = model_facts(model, model_arch, files=files)
     if isinstance(model_path, str):  # SGLang copies it into other fields (an MTP draft is the target itself)
         facts["model.path"] = (model_path, Origin("flag", where="--model-path"))
     return facts
@@ -337,7 +356,8 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
             model_arch: str | None = None, rules: str | None = None, installed: dict[str, bool] | None = None,
             strict: bool = False, check_installed: bool = False, require_known_kernels: bool = False,
             draft_model: dict | None = None, gpu_memory_gb: float | None = None,
-            env: dict[str, str] | None = None, gpus_per_node: int | None = None) -> Resolution:
+            env: dict[str, str] | None = None, gpus_per_node: int | None = None,
+            model_files: dict[str, Any] | None = None) -> Resolution:
     """Resolve a launch configuration.
 
     :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
@@ -356,6 +376,8 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     :param gpus_per_node: GPUs in one node (default 8).
     :param env: environment variables already set where SGLang starts (``{"SGLANG_USE_AITER": "1"}``);
         the result's ``env`` holds the environment SGLang's processes get.
+    :param model_files: the checkpoint's other files SGLang reads, beside a ``model`` given as a dict
+        (``{"hf_quant_config.json": {...}}``); read from the folder for a path or ``model_path``.
     :returns: the :class:`Resolution`.
     :raises ConflictError: the configuration conflicts (a ``ValueError``; ``.conflicts`` has them all).
     :raises ResolverError: any other expected failure (bad input, broken rule files).
@@ -363,7 +385,8 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
     res = resolve_request(get_engine(rules), platform=platform, args=args, model=model, model_arch=model_arch,
                           installed=installed, strict=strict, check_installed=check_installed,
                           require_known_kernels=require_known_kernels, draft_model=draft_model,
-                          gpu_memory_gb=gpu_memory_gb, env=env, gpus_per_node=gpus_per_node)
+                          gpu_memory_gb=gpu_memory_gb, env=env, gpus_per_node=gpus_per_node,
+                          model_files=model_files)
     if res.conflicts:
         raise ConflictError(res)
     return res

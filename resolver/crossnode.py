@@ -364,12 +364,11 @@ def _flag(name: str) -> str:
 
 def _raw_config(spec: RoleSpec) -> tuple[dict[str, Any] | None, str]:
     """The config.json the role resolved with (as resolver.api._model finds it), and what it is."""
-    from .model import load_model_config
-    from .model_source import find_model, representative
+    from .model_source import find_model, read_checkpoint, representative
 
     model, arch, path = spec.kwargs.get("model"), spec.kwargs.get("model_arch"), spec.args.get("model_path")
     if isinstance(model, str):
-        return load_model_config(model), model
+        return read_checkpoint(model, "--model-config").config, model
     if isinstance(model, dict):
         return model, "the model config given"
     if arch is None and isinstance(path, str):

@@ -11,8 +11,9 @@ __all__ = ["REQUEST_KEYS", "request_kwargs"]
 
 #: the keys of a batch request (also read by resolve diff --requests): the contract's, plus the
 #: oracle's request format (SGLang's own resolution run as a test tool), so any of its cases can be
-#: fed unchanged: ``model_path``, ``model_files``, ``draft_model`` (the draft's config.json, read for
-#: the draft facts: resolver/draft.py), ``platform_overrides``, ``env`` and the labels
+#: fed unchanged: ``model_path``, ``model_files`` (the checkpoint's files beside ``model``: the
+#: ``hf_quant_config.json`` SGLang reads is read, others change nothing), ``draft_model`` (the draft's
+#: config.json, read for the draft facts: resolver/draft.py), ``platform_overrides``, ``env`` and the labels
 #: ``model_name``, ``draft_model_name``, ``recipe`` (which change nothing)
 REQUEST_KEYS = _KEYS = frozenset({"id", "platform", "model", "model_arch", "model_path", "args", "installed",
                                   "strict", "model_files", "draft_model", "model_name", "draft_model_name", "recipe",
@@ -73,4 +74,5 @@ def request_kwargs(req: dict[str, Any], strict: bool = False, require_known_kern
             "installed": installed, "strict": bool(req.get("strict", strict)),
             "require_known_kernels": req.get("require_known_kernels", require_known_kernels),
             "draft_model": req.get("draft_model"), "gpu_memory_gb": overrides.get("gpu_memory_gb"),
-            "env": req.get("env"), "gpus_per_node": overrides.get("gpus_per_node")}
+            "env": req.get("env"), "gpus_per_node": overrides.get("gpus_per_node"),
+            "model_files": req.get("model_files")}

@@ -5,16 +5,14 @@ rules in ``rules/model.yaml``.  Nothing is downloaded.
 """
 from __future__ import annotations
 
-import json
-import os
+from collections.abc import Mapping
 from typing import Any
 
 from .errors import InputError
 from .numbers import engine_number
 from .provenance import Origin
-from .safe_io import UnreadableFile, checked_path, parse_json, read_text
 
-__all__ = ["MODEL_FACTS", "load_model_config", "model_facts"]
+__all__ = ["MODEL_FACTS", "model_facts"]
 
 #: fact name -> (config.json field, meaning).  ``model.architecture`` is ``architectures[0]``.
 MODEL_FACTS: dict[str, tuple[str, str]] = {
@@ -77,25 +75,6 @@ _OVERRIDE_FACTS = {"model.quant_method", "model.hidden_act", "model.sliding_wind
 _BOOL_FIELDS = {"model.learnable_sink", "model.add_swa_attention_sink_bias", "model.add_full_attention_sink_bias"}
 
 
-def load_model_config(path: str) -> dict[str, Any]:
-    """Read ``config.json`` (or the one inside a directory); InputError names the file.
-
-    The file must be a regular file of at most 16 MiB (a FIFO or ``/dev/zero`` is refused
-    unread) and its JSON is parsed with depth and integer-length caps (see :mod:`resolver.safe_io`).
-    """
-    path = checked_path(path, "--model-config")
-    target = os.path.join(path, "config.json") if os.path.isdir(path) else path
-    try:
-        data = parse_json(read_text(target), f"--model-config: {target}")
-    except UnreadableFile as exc:
-        raise InputError(f"--model-config: {exc.reason}: {target}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"--model-config: {target} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"--model-config: {target} must hold a JSON object, not {type(data).__name__}")
-    return data
-
-
 #: where multimodal configs (DeepseekVL2, Kimi-VL, Llava-style) keep the language model's fields
 _NESTED = ("text_config", "language_config")
 
@@ -118,9 +97,10 @@ def _field(config: dict[str, Any], fieldname: str) -> tuple[Any, str] | None:
 
 
 def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
-                source: str = "config.json") -> dict[str, tuple[Any, Origin]]:
+                source: str = "config.json", files: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, Origin]]:
     """Model facts with their origins: ``{name: (value, origin)}``; ``source`` names the config in
-    origins (a file is "config.json"; a catalogue entry says which model it is)."""
+    origins (a file is "config.json"; a catalogue entry says which model it is).  ``files`` holds the
+    checkpoint's other files SGLang reads, by name (resolver.model_source.CHECKPOINT_FILES)."""
     if config is not None and arch is not None:
         raise InputError("give either a model config or a model architecture, not both")
     facts: dict[str, tuple[Any, Origin]] = {}
@@ -169,7 +149,7 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
             layers = []
         facts["model.has_mamba_layers"] = ("mamba" in layers, _at(source, where))
         facts["model.has_sliding_layers"] = ("sliding_attention" in layers, _at(source, where))
-    facts.update(_quantization_facts(config, source))
+    facts.update(_quantization_facts(*_checkpoint_quantization(config, files or {}, source)))
     facts["model.context_len"] = _context_len(config, source)
     head, v_head = ((_field(config, f) or (None,))[0] for f in ("head_dim", "v_head_dim"))
     facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,
@@ -225,14 +205,27 @@ def _modelopt_method(inner: dict[str, Any]) -> str | None:
     return {"FP8": "modelopt_fp8", "MXFP8": "mxfp8"}.get(algo or "")
 
 
-def _quantization_facts(config: dict[str, Any], source: str) -> dict[str, tuple[Any, Origin]]:
-    """The facts of ``quantization_config`` SGLang's MoE overrides read.  A shape they do not read
-    (not an object, a list where a name is expected) leaves the fact unknown rather than refusing
-    the config: only those overrides would read it."""
-    found = _field(config, "quantization_config")
-    if found is None or not isinstance(found[0], dict):
+def _checkpoint_quantization(config: dict[str, Any], files: Mapping[str, Any],
+                             source: str) -> tuple[Any, str, str]:
+    """The checkpoint's quantization config, where it was read, and the file it is in, as SGLang 0.5.23
+    finds it (configs/model_config.py _parse_quant_hf_config): config.json's ``quantization_config``,
+    else its ``compression_config``, else ModelOpt's ``hf_quant_config.json`` beside it."""
+    for fieldname in ("quantization_config", "compression_config"):
+        found = _field(config, fieldname)
+        if found is not None and found[0] is not None:
+            return found[0], found[1], source
+    if files.get("hf_quant_config.json") is not None:
+        return files["hf_quant_config.json"], "quantization", f"hf_quant_config.json beside {source}"
+    return None, "", source
+
+
+def _quantization_facts(qc: Any, where: str, source: str) -> dict[str, tuple[Any, Origin]]:
+    """The facts of the checkpoint's quantization config ``qc`` (read at ``where`` of ``source``) that
+    SGLang's quantization checks and MoE overrides read.  A shape they do not read (not an object, a
+    list where a name is expected) leaves the fact unknown rather than refusing the config: only those
+    checks and overrides would read it."""
+    if not isinstance(qc, dict):
         return {}
-    qc, where = found
     facts: dict[str, tuple[Any, Origin]] = {}
     # ModelOpt's hf_quant_config layout nests the fields under "quantization" (unwrap_modelopt_quantization_config)
     inner = qc.get("quantization", qc)

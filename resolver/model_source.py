@@ -23,7 +23,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
@@ -31,14 +31,22 @@ from typing import Any, Literal
 from .errors import InputError
 from .safe_io import UnreadableFile, checked_path, parse_json, read_text
 
-__all__ = ["CatalogueEntry", "ModelSource", "catalogue", "find_model", "hub_cache_dir", "representative"]
+__all__ = ["CHECKPOINT_FILES", "CatalogueEntry", "ModelSource", "catalogue", "find_model", "hub_cache_dir",
+           "read_checkpoint", "representative"]
 
 Origin = Literal["path", "hf-cache", "catalogue"]
 
 
+#: the checkpoint files besides config.json that SGLang 0.5.23's launch resolution reads: ModelOpt's
+#: ``hf_quant_config.json`` names the quantization of a checkpoint whose config.json has neither
+#: ``quantization_config`` nor ``compression_config`` (configs/model_config.py _parse_quant_hf_config)
+CHECKPOINT_FILES = ("hf_quant_config.json",)
+
+
 @dataclass(frozen=True)
 class ModelSource:
-    """A model config and where it came from."""
+    """A model config, the other checkpoint files SGLang reads (:data:`CHECKPOINT_FILES`, by name), and
+    where they came from."""
 
     config: dict[str, Any]
     origin: Origin
@@ -46,17 +54,21 @@ class ModelSource:
     where: str
     #: the Hugging Face id, when known (a cache or catalogue hit); None for a plain local path
     canonical_id: str | None
+    #: file name -> its JSON, for the CHECKPOINT_FILES present beside config.json
+    files: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class CatalogueEntry:
-    """One well-known model: its Hugging Face id, short names, and published config.json fields."""
+    """One well-known model: its Hugging Face id, short names, published config.json fields, and the
+    other checkpoint files SGLang reads (:data:`CHECKPOINT_FILES`) where the checkpoint ships one."""
 
     id: str
     aliases: tuple[str, ...]
     source: str
     checked: str
     config: Mapping[str, Any]
+    files: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def architecture(self) -> str:
@@ -75,7 +87,8 @@ def _load() -> _Catalogue:
     text = resources.files("resolver").joinpath("data/models.json").read_text(encoding="utf-8")
     data = json.loads(text)
     entries = tuple(CatalogueEntry(id=m["id"], aliases=tuple(m["aliases"]), source=m["source"],
-                                   checked=m["checked"], config=m["config"]) for m in data["models"])
+                                   checked=m["checked"], config=m["config"], files=m.get("files", {}))
+                    for m in data["models"])
     by_name: dict[str, CatalogueEntry] = {}
     for entry in entries:
         for name in (entry.id, *entry.aliases):
@@ -93,7 +106,8 @@ def catalogue() -> list[CatalogueEntry]:
 
 def _from_catalogue(entry: CatalogueEntry) -> ModelSource:
     # a deep copy: callers may change the config without touching the shared catalogue
-    return ModelSource(copy.deepcopy(dict(entry.config)), "catalogue", entry.source, entry.id)
+    return ModelSource(copy.deepcopy(dict(entry.config)), "catalogue", entry.source, entry.id,
+                       copy.deepcopy(dict(entry.files)))
 
 
 def representative(arch: str) -> ModelSource | None:
@@ -124,7 +138,8 @@ def _is_repo_id(name: str) -> bool:
     return _REPO_ID.fullmatch(name) is not None and ".." not in name
 
 
-def _read_config(path: str, what: str) -> dict[str, Any]:
+def _read_json(path: str, what: str) -> dict[str, Any]:
+    """A JSON object file of the checkpoint, bounded (resolver/safe_io.py); InputError names it."""
     try:
         data = parse_json(read_text(path), f"{what}: {path}")
     except UnreadableFile as exc:
@@ -134,6 +149,18 @@ def _read_config(path: str, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(f"{what}: {path} must hold a JSON object, not {type(data).__name__}")
     return data
+
+
+def read_checkpoint(path: str, what: str, origin: Origin = "path", canonical_id: str | None = None) -> ModelSource:
+    """The checkpoint at ``path`` (a directory holding config.json, or the config.json file): its config
+    and the CHECKPOINT_FILES beside it; InputError names ``what`` (``--model-config``, ``--model-path``)."""
+    path = checked_path(path, what)
+    config_path = os.path.join(path, "config.json") if os.path.isdir(path) else path
+    config = _read_json(config_path, what)
+    folder = os.path.dirname(config_path)
+    files = {name: _read_json(os.path.join(folder, name), what) for name in CHECKPOINT_FILES
+             if os.path.lexists(os.path.join(folder, name))}
+    return ModelSource(config, origin, config_path, canonical_id, files)
 
 
 def _snapshot_config(repo_dir: str) -> str | None:
@@ -168,7 +195,7 @@ def _from_cache(repo_id: str, cache: str, what: str) -> ModelSource | None:
     if not os.path.isdir(repo_dir):
         return None
     path = _snapshot_config(repo_dir)
-    return None if path is None else ModelSource(_read_config(path, what), "hf-cache", path, repo_id)
+    return None if path is None else read_checkpoint(path, what, "hf-cache", repo_id)
 
 
 def _looks_like_path(name: str) -> bool:
@@ -188,8 +215,7 @@ def find_model(name: str, *, what: str = "--model-path", env: Mapping[str, str] 
     name = checked_path(name.strip(), what)
     local = os.path.expanduser(name)
     if os.path.exists(local):
-        path = os.path.join(local, "config.json") if os.path.isdir(local) else local
-        return ModelSource(_read_config(path, what), "path", path, None)
+        return read_checkpoint(local, what)
     if _looks_like_path(name):
         raise InputError(f"{what}: no such file or directory: {local}")
 

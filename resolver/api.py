@@ -5,6 +5,7 @@ Rule packs are loaded, checked and compiled once per directory and content, then
 """
 from __future__ import annotations
 
+import copy
 import os
 import re
 import threading
@@ -132,7 +133,12 @@ class Resolution:
         #: other SGLang field the user typed, as typed
         options = engine.pack.options
         self.values: dict[str, Any] = {**request.unchecked,
-                                       **{n: v for n, v in outcome.values.items() if not options[n].env}}
+                                       **{n: copy.deepcopy(v) if options[n].opaque else v  # a caller's to change
+                                          for n, v in outcome.values.items() if not options[n].env}}
+        #: field -> why SGLang's value cannot be known here (it draws a random seed at start-up): the fields
+        #: SGLang declares whose value these results leave null, named rather than silently absent
+        self.not_decided: dict[str, str] = {n: o.not_decided for n, o in options.items()
+                                            if o.not_decided and outcome.values.get(n) is None}
         #: the environment SGLang's processes get: every variable the resolution sets (as SGLang writes it)
         #: and every other variable the request gave, carried through
         self.env: dict[str, str] = {**request.environment, **{n: env_text(v) for n, v in outcome.values.items()

@@ -134,6 +134,10 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
             help_ += f" (deprecated alias: {', '.join(opt.aliases)})"
         if opt.type == "bool":
             opts.add_argument(*names, dest=opt.name, nargs=0, action=_OptionValue, default=None, help=help_)
+        elif opt.opaque and opt.name in cat.by_dest and cat.by_dest[opt.name].nargs is not None:
+            # a list-valued SGLang flag (--allowed-media-domains a b): as many words as SGLang takes
+            opts.add_argument(*names, dest=opt.name, nargs=cat.by_dest[opt.name].nargs, action=_OptionValue,
+                              default=None, metavar="VALUE", help=help_)
         else:
             opts.add_argument(*names, dest=opt.name, action=_OptionValue, default=None, metavar="VALUE", help=help_)
     # every other SGLang flag: accepted with SGLang's arity, typed later from the flag table, carried

@@ -208,7 +208,8 @@ def _fitting(ruleset: dict[str, dict], keys: tuple[str, ...]) -> EngineNetwork |
 
 def _value_problems(pack: RulePack) -> list[RuleFileProblem]:
     """Values rules give options and facts become engine facts: check them here, not mid-resolution."""
-    found: list[tuple[Any, Any, str]] = [(o.ref, o.default, f"option {o.name}: default") for o in pack.options.values()]
+    found: list[tuple[Any, Any, str]] = [(o.ref, o.default, f"option {o.name}: default") for o in pack.options.values()
+                                         if not o.opaque]  # a json option's value never reaches the engine
     found += [(d.ref, v, f"rule {d.ref.id}: set {n}") for d in pack.defaults for n, v in d.set.items()
               if not isinstance(v, dict)]  # {from: other} copies a value that is checked itself
     found += [(a.ref, a.value, f"rule {a.ref.id}: value") for a in pack.adjusts if not isinstance(a.value, dict)]

@@ -171,6 +171,10 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         lines.append("")
         typed = " ".join(_flag_and_value(res, n) for n in res.unchecked)
         lines += style.wrap(f"not checked (no rule reads them; passed through unchanged): {typed}", "", "  ")
+    if res.not_decided and not res.conflicts:
+        lines.append("")
+        said = "; ".join(f"{name} ({why})" for name, why in res.not_decided.items())
+        lines += style.wrap(f"not decided here (SGLang decides them when it starts): {said}", "", "  ")
     if res.warnings:
         lines.append("")
         lines.append(style("warnings:", "warn"))
@@ -531,6 +535,8 @@ def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> d
         # when no change of options resolves the conflicts: the platforms where the same launch resolves
         "resolves_on": list(res.resolves_on) if res.resolves_on is not None else None,
         "unchecked": list(res.unchecked),
+        # fields SGLang declares whose value cannot be known before it starts (null in values)
+        "not_decided": [{"field": n, "why": why} for n, why in res.not_decided.items()],
         "warnings": [w.to_dict() for w in res.warnings],
     })
     return out

@@ -452,7 +452,9 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
     # user.<option>: the value the user typed, before any rule (null when not typed);
     # typed.<option>: the same, in the spelling typed (before a deprecated value is mapped)
     typed = {f"{prefix}.{o}" for o in options for prefix in ("user", "typed")}
-    known = set(options) | set(facts) | set(computes) | _INPUT_FACTS | typed | _kernel_facts(options)
+    # a json option's value never reaches the engine: no rule may read it, under any of its names
+    opaque = {name for o, opt in options.items() if opt.opaque for name in (o, f"user.{o}", f"typed.{o}")}
+    known = (set(options) | set(facts) | set(computes) | _INPUT_FACTS | typed | _kernel_facts(options)) - opaque
     for c in computes.values():
         if c.name in options or c.name in facts or c.name in _INPUT_FACTS:
             b.problem(c.ref.file, c.ref.line, f"compute '{c.name}' reuses the name of an option or fact",
@@ -481,7 +483,7 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
                         b.problem(ref.file, ref.line,
                                   f"rule {ref.id}: 'from' names unknown option or fact '{value['from']}'",
                                   code="unknown-name")
-                    if name not in options:
+                    if name not in options or options[name].opaque:
                         b.problem(ref.file, ref.line, f"rule {ref.id}: 'set' names unknown option '{name}'",
                                   code="unknown-name")
                     continue
@@ -502,7 +504,7 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
                 if rule["value"]["from"] not in known:
                     b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact "
                                                   f"'{rule['value']['from']}'", code="unknown-name")
-                if rule["option"] not in options:
+                if rule["option"] not in options or options[rule["option"]].opaque:
                     b.problem(ref.file, ref.line, f"rule {ref.id}: 'option' names unknown option '{rule['option']}'",
                               code="unknown-name")
             else:
@@ -561,11 +563,19 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
         if choices and value not in choices:
             b.problem(ref.file, ref.line, f"option '{name}': fixes_skip names '{value}', which is not a choice",
                       code="unknown-value")
+    default = rule.get("default")
+    if typ == "json":
+        for key in ("choices", "value_aliases", "unset_values", "minimum", "kernel_role", "fixes_skip"):
+            if key in rule:
+                b.problem(ref.file, ref.line, f"option '{name}' of type json takes no '{key}'")
+    elif isinstance(default, (dict, list)):
+        b.problem(ref.file, ref.line, f"option '{name}': only a json option has an object or list default")
+    not_decided = " ".join(rule["not_decided"].split()) if "not_decided" in rule else None
     return Option(ref, doc, name, flag, typ, " ".join(rule["help"].split()),
                   choices, tuple(rule.get("aliases", ())), value_aliases, tuple(rule.get("unset_values", ())),
-                  rule.get("default"), rule.get("minimum"), rule.get("kernel_role"), no_cli=no_cli,
+                  default, rule.get("minimum"), rule.get("kernel_role"), no_cli=no_cli,
                   value_alias_note=" ".join(rule["value_alias_note"].split()) if "value_alias_note" in rule else None,
-                  fixes_omit_only=bool(rule.get("fixes_omit_only", False)), fixes_skip=skip)
+                  fixes_omit_only=bool(rule.get("fixes_omit_only", False)), fixes_skip=skip, not_decided=not_decided)
 
 
 #: the resolver's own command-line flags (resolver/cli.py, build_parser): no option may take one
@@ -648,6 +658,9 @@ def _check_value(b: _Builder, ref: RuleRef, options: dict[str, Option], name: st
         b.problem(ref.file, ref.line,
                   f"rule {ref.id}: '{key}' names unknown option '{name}'{_did_you_mean(name, set(options))}",
                   code="unknown-name")
+    elif opt.opaque:
+        b.problem(ref.file, ref.line, f"rule {ref.id}: '{key}' names the json option '{name}', which no rule decides "
+                                      "(its value is the typed one or its declared default)", code="unknown-name")
     elif opt.choices and value is not None and value not in opt.choices:
         b.problem(ref.file, ref.line,
                   f"rule {ref.id}: '{value}' is not a value of {name} (choices: {', '.join(opt.choices)})",

@@ -14,6 +14,7 @@ from .catalogue import catalogue
 from .errors import InputError
 from .numbers import engine_number
 from .rules import Option, RulePack
+from .safe_io import parse_json
 
 __all__ = ["coerce_args", "coerce_value", "split_unchecked", "to_argv"]
 
@@ -95,6 +96,8 @@ def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[A
         if option.minimum is not None and typed < option.minimum:
             raise InputError(f"{flag}: must be at least {option.minimum:g}, got {typed}")
         return typed, None
+    if option.type == "json":
+        return _json_value(option, value, flag), None
     if not isinstance(value, str):
         raise InputError(f"{flag}: expected a string, got {_short(value)}")
     if option.type == "choice":
@@ -109,6 +112,23 @@ def coerce_value(option: Option, value: Any, flag: str | None = None) -> tuple[A
                 f"Valid values: {', '.join(option.choices)}"
             )
     return value, None
+
+
+def _json_value(option: Option, value: Any, flag: str) -> Any:
+    """A json option's value: JSON text from the command line parsed where SGLang parses it (a ``json``
+    flag), the words of a many-valued flag as a list, anything JSON from a request as it is."""
+    action = catalogue().by_dest.get(option.name)
+    if isinstance(value, str) and (action is None or action.type == "json"):
+        try:
+            return parse_json(value, flag)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{flag}: expected JSON, got {_short(value)} ({exc.msg})") from None
+    if isinstance(value, str) and action is not None and action.takes_value and action.nargs in ("*", "+"):
+        return [value]
+    try:
+        return parse_json(json.dumps(value), flag)  # a copy, within the caps on depth and integer length
+    except (TypeError, ValueError):
+        raise InputError(f"{flag}: expected a JSON value, got {_short(value)}") from None
 
 
 #: SGLang fields the resolver reads itself rather than carrying through (the model to resolve for)

@@ -52,9 +52,9 @@ from .safe_io import MAX_RULE_FILE_BYTES, read_text
 __all__ = ["cache_dir", "cached_pack", "from_data", "to_data"]
 
 # 2 was a pickle, 3 had one ruleset (no parts), 4 no computed values, 5 no env options, 6 no no_cli nor
-# value_alias_note, 7 no fixes_omit_only nor fixes_skip, 8 no digest and a stored ruleset; entries of other
-# formats are never read
-_FORMAT = 9
+# value_alias_note, 7 no fixes_omit_only nor fixes_skip, 8 no digest and a stored ruleset, 9 no not_decided;
+# entries of other formats are never read
+_FORMAT = 10
 _CODE = ("loader.py", "compiler.py", "conditions.py", "rules.py", "platforms.py", "model.py", "installed.py",
          "numbers.py", "engine_values.py", "pack_cache.py", "schema/rules.schema.json")
 _MAX_ENTRIES = 8  # one per rules directory and version in use; the shipped pack's entry is ~0.2 MB
@@ -235,7 +235,7 @@ def _pack_data(p: RulePack) -> dict[str, Any]:
         "directory": p.directory,
         "options": [[_ref(o.ref), o.doc, o.name, o.flag, o.type, o.help, list(o.choices), list(o.aliases),
                      o.value_aliases, list(o.unset_values), o.default, o.minimum, o.kernel_role, o.env, o.no_cli,
-                     o.value_alias_note, o.fixes_omit_only, list(o.fixes_skip)]
+                     o.value_alias_note, o.fixes_omit_only, list(o.fixes_skip), o.not_decided]
                     for o in p.options.values()],
         "facts": [[_ref(f.ref), f.doc, f.name, _cond(f.when)] for f in p.facts.values()],
         "computes": [[_ref(c.ref), c.doc, c.name, c.value.source] for c in p.computes.values()],
@@ -251,10 +251,10 @@ def _pack_data(p: RulePack) -> dict[str, Any]:
 def _pack_of(d: dict[str, Any]) -> RulePack:
     options = {}
     for (ref, doc, name, flag, typ, help_, choices, aliases, value_aliases, unset, default, minimum, role, env, no_cli,
-         alias_note, omit_only, skip) in d["options"]:
+         alias_note, omit_only, skip, not_decided) in d["options"]:
         options[name] = Option(_ref_of(ref), doc, name, flag, typ, help_, tuple(choices), tuple(aliases),
                                dict(value_aliases), tuple(unset), default, minimum, role, env, no_cli, alias_note,
-                               omit_only, tuple(skip))
+                               omit_only, tuple(skip), not_decided)
     facts = {name: Fact(_ref_of(ref), doc, name, _cond_of(when)) for ref, doc, name, when in d["facts"]}
     computes = {name: Compute(_ref_of(ref), doc, name, parse_expression(source))
                 for ref, doc, name, source in d["computes"]}

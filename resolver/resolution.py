@@ -337,7 +337,9 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
                 values[name] = d.value
                 if name in compiled.reads:
                     batch.append(fact(name, d.value))
-                else:  # no rule reads it: no fact, but a value the engine could not hold is still refused
+                elif not (name in pack.options and pack.options[name].opaque):
+                    # no rule reads it: no fact, but a value the engine could not hold is still refused (a json
+                    # option's value never reaches the engine: no rule may read it)
                     fact_fields(d.value, name)
                 role = pack.options[name].kernel_role if name in pack.options else None
                 if role:  # what the kernel adapters report about the chosen backend, as facts the rules read

@@ -54,7 +54,7 @@ class Option:
     doc: str
     name: str
     flag: str
-    type: str  # choice | bool | int | float | str
+    type: str  # choice | bool | int | float | str | json (a JSON value no rule reads: OPAQUE)
     help: str
     choices: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
@@ -77,6 +77,15 @@ class Option:
     fixes_omit_only: bool = False
     #: values no fix proposes (``fixes_skip``): SGLang requires of them what no rule encodes yet
     fixes_skip: tuple[str, ...] = ()
+    #: why the resolver cannot know SGLang's value when nobody types one (``not_decided``: SGLang draws a
+    #: random seed at start-up); results then name the field instead of reporting a value
+    not_decided: str | None = None
+
+    @property
+    def opaque(self) -> bool:
+        """A ``json`` option: SGLang's value is the typed one or the declared default; the engine never sees
+        it (its JSON objects and lists are no engine values), so no rule may read or decide it."""
+        return self.type == "json"
 
 
 @dataclass(frozen=True)

@@ -188,4 +188,4 @@ def _lazy(module: str, name: str):
 
 SUBCOMMANDS = {"platforms": platforms, "kernels": kernels, "models": models, "lint": _lazy("tools.lint", "lint"),
                "matrix": _lazy("tools.matrix", "matrix"), "diff": _lazy("tools.diff", "diff"),
-               "cross-node": _lazy("crossnode", "cross_node")}
+               "cross-node": _lazy("crossnode", "cross_node"), "checks": _lazy("tools.checks_report", "checks")}

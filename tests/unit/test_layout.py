@@ -40,4 +40,4 @@ def test_the_check_sees_a_tool_import(tmp_path):
 
 def test_the_tools_are_where_the_readme_says():
     tools = {f[:-3] for f in os.listdir(os.path.join(PACKAGE, "tools")) if f.endswith(".py") and f != "__init__.py"}
-    assert tools == {"lint", "sweep", "matrix", "diff", "batch", "docgen", "jobs"}
+    assert tools == {"lint", "sweep", "matrix", "diff", "batch", "docgen", "jobs", "checks_report"}

@@ -27,7 +27,7 @@ from .catalogue import catalogue
 from .errors import ConflictError, InputError, ResolverError, RuleFileError, RuleFileErrors
 from .explain import Style, render_text, to_json_dict
 from .rules import RulePack
-from .terminal import Output, OutputError, escape
+from .terminal import Output, OutputError, Terminated, escape
 from .tools.jobs import add_jobs_argument, plan_jobs
 
 __all__ = ["build_parser", "main", "request_kwargs"]
@@ -68,7 +68,8 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
         epilog=f"Every other SGLang {catalogue().sglang_version} server flag is accepted too (with argparse's unique "
                "abbreviations, --tp for --tp-size), carried through unchanged and listed as not checked. Subcommands "
                "(each with --help): 'resolve platforms' lists the target platforms and what this machine has; 'resolve "
-               "kernels' the kernel adapters; 'resolve matrix' what runs where; 'resolve lint' checks a rule pack; "
+               "kernels' the kernel adapters; 'resolve checks' every check SGLang makes at launch and which rules "
+               "encode it; 'resolve matrix' what runs where; 'resolve lint' checks a rule pack; "
                "'resolve diff OLD NEW' compares two rule packs; 'resolve cross-node' checks that the prefill and "
                "decode servers (or the nodes) of one deployment agree. Exit status: 0 resolved, 1 conflict, 2 bad "
                "input, 3 internal error.",
@@ -113,6 +114,9 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
     o.add_argument("--require-known-kernels", action="store_true",
                    help="make a chosen backend whose kernel no adapter vouches for on the target a conflict "
                         "(for CI gates) instead of a kernel-unknown warning")
+    o.add_argument("--require-all-checks", action="store_true",
+                   help="exit 1 when SGLang would make checks on this launch that no rule encodes (listed as "
+                        "'not evaluated'; JSON not_checked), for CI gates; status 'unchecked'")
     o.add_argument("--strict", action="store_true",
                    help="refuse any change to a value you typed (e.g. a page-size snap) instead of warning")
     o.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
@@ -153,6 +157,7 @@ def build_parser(pack: RulePack) -> argparse.ArgumentParser:
 
 _OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-per-node", "--env", "--vendor",
               "--model-config", "--model-arch", "--installed", "--strict", "--require-known-kernels",
+              "--require-all-checks",
               "--check-installed", "--explain", "--verbose", "--why-not", "--format", "--color", "--rules", "--batch",
               "--jobs", "--no-fixes", "--help")
 
@@ -261,7 +266,15 @@ def _emit(res, ns, out: Output, err: Output) -> int:
         # render_text escapes what it quotes itself: escaping here would break its colour codes
         out.write_safe(render_text(res, explain=explain, only=only, style=Style.for_stream(out, ns.color),
                                    verbose=ns.verbose))
-    return EXIT_CONFLICT if res.conflicts else EXIT_OK
+    if res.status == "unchecked" and ns.format in ("args", "env"):  # the line is printed; say why the status is 1
+        err.write(f"resolve: {len(res.not_checked)} SGLang checks were not evaluated (--require-all-checks): "
+                  f"{', '.join(dict.fromkeys(c.id for c in res.not_checked))}\n")
+    return exit_status(res)
+
+
+def exit_status(res) -> int:
+    """1 for a conflict, or for SGLang checks left unevaluated when all were required; else 0."""
+    return EXIT_OK if res.status == "resolved" else EXIT_CONFLICT
 
 
 def _suggest(word, known) -> str:
@@ -286,6 +299,7 @@ def request_kwargs(engine: Engine, ns) -> dict[str, Any]:
     return {"platform": platform, "args": args, "model": ns.model_config, "model_arch": ns.model_arch, "flags": flags,
             "notes": notes, "platform_source": source, "installed": _installed(ns.installed), "strict": ns.strict,
             "check_installed": ns.check_installed, "require_known_kernels": ns.require_known_kernels,
+            "require_all_checks": ns.require_all_checks,
             "gpu_memory_gb": ns.gpu_memory_gb, "env": _environment(ns.env), "gpus_per_node": ns.gpus_per_node}
 
 
@@ -338,11 +352,12 @@ def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> in
             f"you typed {name} = {show_value(now)}" if decided.source == "user" else "no default proposes it here")
         lines += style.wrap(said, "  - ", "    ")
     out.write_safe("\n".join(lines) + "\n")
-    return EXIT_CONFLICT if res.conflicts else EXIT_OK
+    return exit_status(res)
 
 
 #: what each request line says for itself: given on the command line with --batch it would be dropped
-#: (flags the batch applies to every line are --strict, --require-known-kernels, --no-fixes and --explain)
+#: (flags the batch applies to every line: --strict, --require-known-kernels, --require-all-checks, --no-fixes
+#: and --explain)
 _PER_REQUEST: tuple[tuple[str, str, Any], ...] = (
     ("--platform", "platform", "auto"), ("--compute-capability", "compute_capability", None),
     ("--gpu-memory-gb", "gpu_memory_gb", None), ("--vendor", "vendor", "nvidia"),
@@ -360,6 +375,23 @@ def _batch_refusals(ns) -> list[str]:
     if ns.format in ("args", "env"):
         given.append(f"--format {ns.format}")
     return given
+
+
+def _null(found: os.stat_result) -> bool:
+    """Whether a file is the null device: an empty batch (scripts pass /dev/null for "no requests")."""
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return (found.st_dev, found.st_ino) == (null.st_dev, null.st_ino) or (
+        found.st_rdev != 0 and found.st_rdev == null.st_rdev)
+
+
+def _is_null_device(stream) -> bool:
+    try:
+        return _null(os.fstat(stream.fileno()))
+    except (OSError, ValueError):
+        return False
 
 
 def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
@@ -382,11 +414,12 @@ def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
             mode = os.fstat(stream.fileno()).st_mode
         except (OSError, ValueError):  # not backed by a descriptor (a test's StringIO): lines in memory
             mode = stat.S_IFIFO
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stream.isatty()):
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stream.isatty()
+                or _is_null_device(stream)):
             raise InputError(f"--batch: {'standard input' if ns.batch == '-' else ns.batch} is not a file or a pipe "
                              f"({file_kind(mode)}); give a JSON Lines file, '-' for a pipe, or <(command)")
         return run_batch(engine, bounded_lines(stream), out, err, explain=bool(ns.explain), strict=ns.strict,
-                         require_known_kernels=ns.require_known_kernels,
+                         require_known_kernels=ns.require_known_kernels, require_all_checks=ns.require_all_checks,
                          fixes=not ns.no_fixes, jobs=plan_jobs(ns.jobs))
 
     if ns.batch == "-":
@@ -394,8 +427,9 @@ def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
         return run(sys.stdin if raw is None else io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape"))
     try:
         path = checked_path(ns.batch, "--batch")
-        mode = os.stat(path).st_mode  # before opening: opening a device can have effects of its own
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISDIR(mode):
+        found = os.stat(path)  # before opening: opening a device can have effects of its own
+        mode = found.st_mode
+        if (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISDIR(mode)) and not _null(found):
             raise InputError(f"--batch: {ns.batch} is not a file or a pipe ({file_kind(mode)})")
         # a FIFO is a fair batch source (process substitution): only the lines are bounded; no O_NONBLOCK,
         # as a FIFO's writer may come later
@@ -406,12 +440,8 @@ def _batch(engine: Engine, ns, out: Output, err: Output) -> int:
         return run(fh)
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised where it lands, as KeyboardInterrupt is for SIGINT: not an error of the run."""
-
-
 def _raise_terminated(signum, frame):
-    raise _Terminated
+    raise Terminated
 
 
 @contextmanager
@@ -438,7 +468,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     except KeyboardInterrupt:
         _last_word(safe_err, "resolve: interrupted\n")
         return EXIT_INTERRUPTED
-    except _Terminated:
+    except Terminated:
         _last_word(safe_err, "resolve: terminated\n")
         return EXIT_TERMINATED
     except OutputError:

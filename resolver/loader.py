@@ -583,7 +583,8 @@ def _option(b: _Builder, ref: RuleRef, doc: str, rule: _Mapping) -> Option:
 RESOLVER_FLAGS = frozenset({
     "-h", "--help", "--platform", "--compute-capability", "--gpu-memory-gb", "--vendor", "--model-config",
     "--model-arch", "--check-installed", "--gpus-per-node", "--env", "--installed", "--explain", "--format", "--color",
-    "--require-known-kernels", "--strict", "--rules", "--batch", "--jobs", "--no-fixes", "--verbose", "--why-not",
+    "--require-known-kernels", "--require-all-checks", "--strict", "--rules", "--batch", "--jobs", "--no-fixes",
+    "--verbose", "--why-not",
 })
 
 

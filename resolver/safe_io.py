@@ -126,9 +126,11 @@ def read_text(path: str, limit: int = MAX_FILE_BYTES) -> str:
             if problem is None:
                 data = fh.read(limit + 1)  # st_size can lie (/proc files say 0): the read is capped too
         except OSError as exc:  # the read itself can fail: EIO (/proc/self/mem), ENOMEM (some /proc files)
-            raise UnreadableFile(path, f"cannot be read: {exc.strerror or exc}") from None
+            raise UnreadableFile(path, exc.strerror or str(exc)) from None
         if problem is not None:
             raise UnreadableFile(path, problem)
+        if data is None:  # opened without blocking, and nothing to read yet (/proc/kmsg): no file to wait on
+            raise UnreadableFile(path, "no data without waiting (not a regular file's contents)")
     if len(data) > limit:
         raise UnreadableFile(path, f"larger than the {_size(limit)} limit")
     try:

@@ -24,7 +24,7 @@ from typing import TextIO
 
 from .errors import ResolverError
 
-__all__ = ["Output", "OutputError", "escape", "signals_deferred"]
+__all__ = ["Output", "OutputError", "Terminated", "escape", "signals_deferred"]
 
 # C0 controls, DEL, C1 controls; and lone surrogates (the undecodable bytes of an argument or
 # a batch file), which a UTF-8 stream refuses to encode.  _UNSAFE_IN_LAYOUT spares newline and tab.
@@ -72,6 +72,11 @@ def signals_deferred() -> Iterator[None]:
         _signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a blocked signal is handled here, by its own handler
         for signum in dict.fromkeys(caught):  # once each, in arrival order
             signal.raise_signal(signum)  # its handler runs now: SIGINT raises KeyboardInterrupt here
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where it lands (the command line installs the handler), as KeyboardInterrupt is for
+    SIGINT: not an error of the run, and never to be swallowed by code that catches BaseException."""
 
 
 class OutputError(ResolverError):

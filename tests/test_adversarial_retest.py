@@ -435,3 +435,88 @@ def test_nesting_counts_operations_not_syntax_nodes():
         with pytest.raises(ConditionError, match="nested more than 64 levels"):
             parse_condition(text)
 
+
+
+# --- the review's follow-ups ----------------------------------------------------------------------------
+
+
+def _dist(tmp_path, module: str, source: str, entry: str) -> dict[str, str]:
+    """A plugin distribution in ``tmp_path``; the environment that makes a fresh interpreter see it."""
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+    dist = tmp_path / f"{module}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[resolver.kernels]\n{entry}\n")
+    return dict(ENV, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT]))
+
+
+def test_sigterm_while_a_plugin_is_imported_here_ends_the_run(tmp_path):
+    """Its child imported it at once; the import here (not isolated) waits: SIGTERM lands in it."""
+    marker = tmp_path / "importing"
+    source = textwrap.dedent(f"""
+        import sys, time
+        if not sys.flags.isolated:
+            open({str(marker)!r}, "w").close()
+            time.sleep(30)
+        """) + ADAPTER.format(name="slow-here", probe='Probe(True, "1", "x")')
+    env = _dist(tmp_path, "slow_here", source, "slow = slow_here:ADAPTER")
+    proc = subprocess.Popen([sys.executable, "-m", "resolver", *LLAMA], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert marker.exists(), "the plugin was never imported here"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert (proc.returncode, err) == (143, "resolve: terminated\n")
+
+
+def test_a_plugin_that_prints_at_import_leaves_the_answer_clean(tmp_path):
+    source = 'print("NOISY")\nimport os\nos.write(1, b"NOISY FD\\n")\n' + ADAPTER.format(name="noisy",
+                                                                                         probe='Probe(True, "1", "x")')
+    env = _dist(tmp_path, "noisy_plugin", source, "noisy = noisy_plugin:ADAPTER")
+    proc = subprocess.run([sys.executable, "-m", "resolver", *LLAMA, "--format", "json"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and "NOISY" not in proc.stdout
+    assert any(a["name"] == "noisy" for a in json.loads(subprocess.run(
+        [sys.executable, "-m", "resolver", "kernels", "--format", "json"], env=env, capture_output=True, text=True,
+        timeout=120, check=True).stdout)["adapters"])
+
+
+def test_a_plugin_slow_to_import_is_still_probed(plugins, monkeypatch):
+    """The probe's child imports the plugin again: the probe's deadline starts after that import."""
+    monkeypatch.setattr(registry_module, "PROBE_TIMEOUT", 1.0)
+    plugins({"slow_import": "import time\ntime.sleep(1.5)\n" + ADAPTER.format(name="slow-import",
+                                                                            probe='Probe(True, "2", "found")')},
+            "slow = slow_import:ADAPTER\n")
+    from resolver.adapters import Probe
+
+    assert registry().errors == [] and registry().probes()["slow-import"] == Probe(True, "2", "found")
+
+
+def test_a_rule_pack_env_name_with_a_trailing_newline_is_refused(rules_dir):
+    directory = rules_dir({"env.yaml": 'schema: resolver/1\nrules:\n  - {id: env.evil, kind: env, doc: d, '
+                                       'name: "EVIL\\n", default: x, help: h}\n'})
+    code, _, err = _cli(["--rules", directory, *LLAMA, "--format", "env"])
+    assert code == 2 and "EVIL" in err
+
+
+def test_the_null_device_is_an_empty_batch():
+    code, out, err = _cli(["--batch", os.devnull])
+    assert (code, out) == (0, "") and "batch: 0 resolved" in err
+
+
+def test_workers_start_from_a_deleted_working_directory(tmp_path):
+    batch = tmp_path / "one.jsonl"
+    batch.write_text(OK_LINE + "\n")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    # as the console script runs: no working-directory entry ('') on sys.path
+    code = ("import os, sys; sys.path.remove(''); os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+            "from resolver.entry import main; sys.argv[1:] = sys.argv[2:]; sys.exit(main())")
+    proc = subprocess.run([sys.executable, "-c", code, str(gone), "--batch", str(batch), "--jobs", "2"],
+                          capture_output=True, text=True, env=ENV, timeout=120, check=False)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["id"] == "ok", proc.stderr[-2000:]

@@ -23,15 +23,18 @@ resolution it could change (``Registry.warnings()``), prefixed by WARNING_PLUGIN
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.metadata
+import io
 import json
+import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +42,7 @@ from ..child import ChildFailed, capture
 from ..installed import canonical_package
 from ..notices import Notice
 from ..platforms import ALL_PLATFORMS
+from ..terminal import Terminated
 from .base import ROLE_FALLBACK, AdapterError, Claim, KernelAdapter, Probe, validate
 from .plugin_child import BOOT
 
@@ -69,11 +73,14 @@ class Verdict:
 
 class Registry:
     def __init__(self, adapters: list[KernelAdapter], errors: list[AdapterError], probed: dict | None = None,
-                 entry_points: Mapping[str, str] | None = None):
+                 entry_points: Mapping[str, str] | None = None, import_seconds: Mapping[str, float] | None = None):
         self.adapters = adapters
         self.errors = errors
         #: plugin adapter name -> its entry point's name (its probe runs in a child that loads it by that name)
         self.entry_points = dict(entry_points or {})
+        #: plugin adapter name -> how long its import took in its child: a probe's child imports it again
+        #: before the probe runs, so the probe's deadline starts that much later
+        self.import_seconds = dict(import_seconds or {})
         #: adapter name -> Probe, when the local machine's packages count (--platform auto / --check-installed)
         self.probed = probed
         self._checking: Registry | None = None
@@ -157,7 +164,8 @@ class Registry:
         installed libraries for every line (reload_registry() after installing one)."""
         with self._lock:
             if self._checking is None:
-                self._checking = Registry(self.adapters, self.errors, self.probes(), self.entry_points)
+                self._checking = Registry(self.adapters, self.errors, self.probes(), self.entry_points,
+                                          self.import_seconds)
             return self._checking
 
     def probes(self) -> dict[str, Probe | AdapterError]:
@@ -165,7 +173,7 @@ class Registry:
         has no answer; run once per registry (a copy: callers may change theirs)."""
         with self._lock:
             if self._probes is None:
-                self._probes = _run_probes(self.adapters, PROBE_TIMEOUT, self.entry_points)
+                self._probes = _run_probes(self.adapters, PROBE_TIMEOUT, self.entry_points, self.import_seconds)
             return dict(self._probes)
 
     def warnings(self) -> tuple[Notice, ...]:
@@ -182,14 +190,17 @@ class Registry:
         return tuple(out)
 
 
-def _run_probes(adapters: list[KernelAdapter], timeout: float,
-                entry_points: Mapping[str, str]) -> dict[str, Probe | AdapterError]:
+def _run_probes(adapters: list[KernelAdapter], timeout: float, entry_points: Mapping[str, str],
+                import_seconds: Mapping[str, float] | None = None) -> dict[str, Probe | AdapterError]:
     """Run the probes and wait at most ``timeout`` seconds for all of them.  The built-in probes (a file
     lookup each, our own code) share one daemon thread, which costs less to start than one each on a
     busy machine; every plugin's probe runs in a child process of its own (``entry_points`` names the
     entry point to load there), killed at the deadline.  A probe that has not answered by then is
-    reported."""
+    reported.  A plugin's child first imports the plugin again: its deadline is ``timeout`` after the
+    import time measured when the plugin was loaded (``import_seconds``)."""
     answers: dict[str, Probe | AdapterError] = {}
+    # each plugin's own deadline: the probe's budget after its import (a kernel package can take seconds)
+    budgets = {a.name: timeout + (import_seconds or {}).get(a.name, 0.0) for a in adapters}
 
     def run(group: list[KernelAdapter]) -> None:
         for adapter in group:
@@ -204,7 +215,7 @@ def _run_probes(adapters: list[KernelAdapter], timeout: float,
 
     def run_plugin(adapter: KernelAdapter) -> None:
         where = f"kernel adapter '{adapter.name}' ({adapter.source})"
-        answer = _in_child("probe", entry_points[adapter.name], timeout)
+        answer = _in_child("probe", entry_points[adapter.name], budgets[adapter.name])
         if isinstance(answer, ChildFailed):
             if not answer.timed_out:  # a probe past the deadline is reported as not answering, below
                 answers[adapter.name] = AdapterError(f"{where}: probe failed: its process {answer.reason}")
@@ -226,9 +237,9 @@ def _run_probes(adapters: list[KernelAdapter], timeout: float,
                 for a in adapters if a.source != "built-in"]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
     for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
+        t.join(max(0.0, start + max(budgets.values(), default=timeout) - time.monotonic()))
     out: dict[str, Probe | AdapterError] = {}
     for a in adapters:
         # a late answer may still arrive in ``answers``; it is ignored, so the result is fixed here
@@ -312,13 +323,16 @@ def _probe_of(data: Any) -> Probe | None:
         return None
 
 
-def _plugins_that_load(names: list[str]) -> dict[str, str | None]:
-    """entry point name -> None if it imports cleanly in a child process within PLUGIN_TIMEOUT, else why not
-    (all children at once: one slow plugin does not delay the others' verdicts)."""
+def _plugins_that_load(names: list[str]) -> tuple[dict[str, str | None], dict[str, float]]:
+    """entry point name -> None if it imports cleanly in a child process within PLUGIN_TIMEOUT, else why not;
+    and how long each child took (all children at once: one slow plugin does not delay the others')."""
     verdicts: dict[str, str | None] = {}
+    seconds: dict[str, float] = {}
 
     def check(name: str) -> None:
+        start = time.monotonic()
         answer = _in_child("load", name, PLUGIN_TIMEOUT)
+        seconds[name] = time.monotonic() - start
         if isinstance(answer, ChildFailed):
             verdicts[name] = (f"its import did not finish within {PLUGIN_TIMEOUT:g}s" if answer.timed_out
                               else f"its import {answer.reason}")
@@ -330,7 +344,7 @@ def _plugins_that_load(names: list[str]) -> dict[str, str | None]:
         t.start()
     for t in threads:
         t.join()  # each child is killed at its own deadline: every thread ends
-    return verdicts
+    return verdicts, seconds
 
 
 def _load() -> Registry:
@@ -340,16 +354,18 @@ def _load() -> Registry:
     #: name key -> who holds that name (for the error naming both sides of a clash)
     taken = {_name_key(a.name): f"the built-in adapter '{a.name}'" for a in adapters}
     eps = sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name)
-    loads = _plugins_that_load([ep.name for ep in eps]) if eps else {}
+    loads, seconds = _plugins_that_load([ep.name for ep in eps]) if eps else ({}, {})
+    import_seconds: dict[str, float] = {}
     for ep in eps:
         origin = f"entry point {ep.name} = {ep.value}"
         if loads.get(ep.name) is not None:  # never imported here: it hung, exited or raised in its child
             errors.append(AdapterError(f"kernel adapter from {origin} failed to load: {loads[ep.name]}"))
             continue
         try:
-            obj = ep.load()
-        except KeyboardInterrupt:
-            raise
+            with _quiet():
+                obj = ep.load()
+        except (KeyboardInterrupt, Terminated):
+            raise  # the operator's interrupt, landing during the import: not the plugin's failure
         except BaseException as exc:  # noqa: BLE001 - a broken third-party package must not stop the others
             errors.append(AdapterError(f"kernel adapter from {origin} failed to load: {exc!r}"))
             continue
@@ -368,7 +384,26 @@ def _load() -> Registry:
         taken[_name_key(adapter.name)] = f"the adapter '{adapter.name}' from {origin}"
         adapters.append(dataclasses.replace(adapter, source=origin))
         plugins[adapter.name] = ep.name
-    return Registry(adapters, errors, entry_points=plugins)
+        import_seconds[adapter.name] = seconds.get(ep.name, 0.0)
+    return Registry(adapters, errors, entry_points=plugins, import_seconds=import_seconds)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Standard output silenced while a plugin is imported here: what it prints (Python or C) would land in the
+    answer (a JSON document, or --format env lines a shell evaluates)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 _REGISTRY: Registry | None = None

@@ -192,6 +192,13 @@ def run_ordered(setup: Callable[..., C], setup_args: tuple, work: Callable[[C, T
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        # spawning a worker reads the working directory; a deleted one would end the run with a traceback.
+        # Every path in play is absolute by now (the rules directory, the files opened).
+        os.chdir("/")
+
     pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_start_worker,
                                initargs=(setup, setup_args))
     pending: deque[Future] = deque()

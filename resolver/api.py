@@ -17,6 +17,8 @@ from typing import Any
 
 from .adapters import registry as kernel_registry
 from .adapters.base import Probe
+from .catalogue import catalogue as flag_catalogue
+from .checks import Check, not_checked, platform_facts
 from .compiler import CompiledPack, compile_pack
 from .draft import GEMMA4_ASSISTANTS, draft_facts, find_draft
 from .engine import DurableMatcher, ReferenceMatcher
@@ -122,8 +124,14 @@ class Resolution:
     """The result of one resolution: values, why each has its value, conflicts, warnings."""
 
     def __init__(self, engine: Engine, request: Request, outcome: Outcome, conflicts: tuple[ConflictReport, ...],
-                 notes: tuple[Notice, ...] = (), resolves_on: tuple[str, ...] | None = None):
+                 notes: tuple[Notice, ...] = (), resolves_on: tuple[str, ...] | None = None,
+                 not_checked: tuple[Check, ...] = (), require_all_checks: bool = False):
         self.engine = engine
+        #: the checks SGLang would make on this launch that no rule encodes (resolver/checks.py): an answer
+        #: never claims more than was checked
+        self.not_checked = not_checked
+        #: unevaluated checks make the result "unchecked" (exit 1) instead of "resolved" (--require-all-checks)
+        self.require_all_checks = require_all_checks
         #: when no change of options resolves the conflicts: the platforms where the same launch resolves
         #: (None when that was not asked: the request resolved, a fix exists, or fixes were not searched)
         self.resolves_on = resolves_on
@@ -158,7 +166,10 @@ class Resolution:
 
     @property
     def status(self) -> str:
-        return "conflict" if self.conflicts else "resolved"
+        """conflict; unchecked (it resolves, but SGLang checks went unevaluated and all were required); resolved."""
+        if self.conflicts:
+            return "conflict"
+        return "unchecked" if self.require_all_checks and self.not_checked else "resolved"
 
     @property
     def ok(self) -> bool:
@@ -206,12 +217,13 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     check_installed: bool = False, require_known_kernels: bool = False,
                     draft_model: dict | None = None, gpu_memory_gb: float | None = None,
                     env: dict[str, str] | None = None, gpus_per_node: int | None = None,
-                    model_files: dict[str, Any] | None = None) -> Resolution:
+                    model_files: dict[str, Any] | None = None, require_all_checks: bool = False) -> Resolution:
     """Resolve without raising on conflicts (the CLI and batch mode use this).  ``draft_model`` is the
     draft checkpoint's config.json; without it, ``--speculative-draft-model-path`` is looked up.
     ``gpu_memory_gb`` replaces the memory of the platform's card.  ``env`` holds the environment
     variables already set where SGLang starts.  ``model_files`` holds the checkpoint's files beside a
-    ``model`` config given as a dict (file name -> its JSON: ``hf_quant_config.json``)."""
+    ``model`` config given as a dict (file name -> its JSON: ``hf_quant_config.json``).
+    ``require_all_checks`` makes a launch whose SGLang checks are not all evaluated "unchecked"."""
     plat, how, source = _platform(platform)
     if gpu_memory_gb is not None:
         plat = plat.with_memory(gpu_memory_gb)
@@ -241,7 +253,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     if isinstance(model, str):
         checkpoint = read_checkpoint(model, "--model-config")
         model, files = checkpoint.config, {**checkpoint.files, **files}
-    facts = _model(model, model_arch, unchecked.get("model_path"), files)
+    facts, config = _model(model, model_arch, unchecked.get("model_path"), files)
     engine.check_architecture(facts)
     if draft_model is not None:
         draft = draft_facts(draft_model, "the draft config given")
@@ -261,8 +273,19 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     kernel_notices = kernels.warnings()
     return Resolution(engine, request, outcome, conflicts,
                       (*deprecations, *_architecture_notices(engine, facts), *_draft_notices(outcome, draft),
-                       *kernel_notices), elsewhere)
+                       *kernel_notices), elsewhere, _not_checked(engine, request, outcome, config),
+                      bool(require_all_checks))
 
+
+def _not_checked(engine: Engine, request: Request, outcome: Outcome, config: dict | None) -> tuple[Check, ...]:
+    """The SGLang checks this launch could trigger that no rule evaluated (resolver/checks.py)."""
+    options = engine.pack.options
+    typed = {**request.unchecked, **{n: v for n, v in request.args.items() if not options[n].env}}
+    decided = {n: v for n, v in outcome.values.items() if not options[n].env}
+    env = {**request.environment, **{n: env_text(v) for n, v in request.args.items() if options[n].env}}
+    plat = request.platform
+    return not_checked(typed, decided, flag_catalogue().defaults, env, config,
+                       platform_facts(plat.vendor, plat.major, plat.minor))
 
 #: a POSIX environment variable name (IEEE Std 1003.1, 8.1): what a shell takes after ``export``
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -305,26 +328,30 @@ def _checkpoint_files(files: Any) -> dict[str, Any]:
 
 
 def _model(model: dict | None, model_arch: str | None, model_path: Any,
-           files: dict[str, Any]) -> dict[str, tuple[Any, Origin]]:
+           files: dict[str, Any]) -> tuple[dict[str, tuple[Any, Origin]], dict | None]:
     """Model facts from a config (with ``files`` beside it), else from SGLang's ``model_path`` as an
     operator names a model (a path, a Hugging Face id in the local cache, a catalogued id: their files
     are read there), else from an architecture alone (its representative catalogued config, when
-    there is one)."""
+    there is one); and the config.json they came from (None for a bare architecture)."""
     from .model_source import find_model, representative
 
+    config: dict | None
     if model is None and model_arch is None and model_path is not None:
         found = find_model(model_path)
-        facts = model_facts(found.config, source=_describe(found), files={**found.files, **files})
+        config = found.config
+        facts = model_facts(config, source=_describe(found), files={**found.files, **files})
     elif model is None and isinstance(model_arch, str) and representative(model_arch.strip()) is not None:
         entry = representative(model_arch.strip())
         assert entry is not None  # tested just above
-        facts = model_facts(entry.config, source=f"{_describe(entry)[:-1]}, representative of the architecture)",
+        config = entry.config
+        facts = model_facts(config, source=f"{_describe(entry)[:-1]}, representative of the architecture)",
                             files=entry.files)
     else:
+        config = model
         facts = model_facts(model, model_arch, files=files)
     if isinstance(model_path, str):  # SGLang copies it into other fields (an MTP draft is the target itself)
         facts["model.path"] = (model_path, Origin("flag", where="--model-path"))
-    return facts
+    return facts, config
 
 
 def _draft_notices(outcome: Outcome, draft: dict[str, tuple[Any, Origin]]) -> tuple[Notice, ...]:
@@ -364,7 +391,8 @@ def resolve(args: dict[str, Any] | None = None, *, platform: str | Platform, mod
             draft_model: dict | None = None, gpu_memory_gb: float | None = None,
             env: dict[str, str] | None = None, gpus_per_node: int | None = None,
             model_files: dict[str, Any] | None = None) -> Resolution:
-    """Resolve a launch configuration.
+    """Resolve a launch configuration.  The result's ``not_checked`` names the checks SGLang would make on
+    this launch that no rule encodes (resolver/checks.py).
 
     :param args: what the user set, as SGLang field names (``{"kv_cache_dtype": "fp8_e4m3"}``).
     :param platform: a platform name or alias (``"sm90"``, ``"h100"``).

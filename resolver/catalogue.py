@@ -65,6 +65,8 @@ class Catalogue:
             if a.dest not in self.by_dest or self.by_dest[a.dest].deprecated:
                 self.by_dest[a.dest] = a
         self.value_renames: dict[str, dict[str, str]] = table["value_renames"]
+        #: ServerArgs field -> SGLang's default (argparse's), as the checks catalogue compares decided values
+        self.defaults: dict[str, Any] = {dest: a.default for dest, a in self.by_dest.items()}
 
     def expand(self, token: str) -> str | list[str] | None:
         """The flag ``token`` names as SGLang's argparse reads it: itself, the one flag it is a

@@ -149,7 +149,9 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         names = [n for n in shown if not pack.options[n].env]
         if names or not only:
             lines.append("")
-            lines.append(style("resolved configuration:", "head"))
+            count = len(res.not_checked)
+            unevaluated = f" ({count} SGLang check{'s' if count > 1 else ''} not evaluated: see below)" if count else ""
+            lines.append(style(f"resolved configuration{unevaluated}:", "head"))
         width = max([len(n) for n in names] + [1])
         for name in names:
             d = res.derivations[name]
@@ -171,6 +173,9 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         lines.append("")
         typed = " ".join(_flag_and_value(res, n) for n in res.unchecked)
         lines += style.wrap(f"not checked (no rule reads them; passed through unchanged): {typed}", "", "  ")
+    if res.not_checked and not res.conflicts:
+        lines.append("")
+        lines += _not_checked(res, style)
     if res.not_decided and not res.conflicts:
         lines.append("")
         said = "; ".join(f"{name} ({why})" for name, why in res.not_decided.items())
@@ -190,6 +195,22 @@ def render_text(res, explain: bool = False, only: str | None = None, style: Styl
         for name in names:
             lines += _derivation(res, name, tree, style, rerun=only is not None)
     return "\n".join(lines) + "\n"
+
+
+def _not_checked(res, style: Style) -> list[str]:
+    """The SGLang checks this launch could trigger that no rule evaluated: one line, then one per check."""
+    count = len(res.not_checked)
+    gate = " (--require-all-checks: not accepted)" if res.status == "unchecked" else ""
+    lines = [style(f"not evaluated: {count} SGLang check{'s' if count > 1 else ''} that no rule encodes read what this "
+                   f"launch sets{gate}:", "warn")]
+    for c in res.not_checked:
+        lines += style.wrap(f"{c.id} ({', '.join(_reads(c))}): {c.message}", "  - ", "    ")
+    return lines
+
+
+def _reads(check) -> list[str]:
+    """What a check reads, as the contract lists it: ServerArgs fields, environment variables, model.<attr>."""
+    return [*check.fields, *check.env, *(f"model.{m}" for m in check.model)]
 
 
 def _row(style: Style, name: str, width: int, value: str, label: str) -> list[str]:
@@ -535,6 +556,9 @@ def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> d
         # when no change of options resolves the conflicts: the platforms where the same launch resolves
         "resolves_on": list(res.resolves_on) if res.resolves_on is not None else None,
         "unchecked": list(res.unchecked),
+        # checks SGLang would make on this launch that no rule encodes: the answer claims no more than was checked
+        "not_checked": [{"check": c.id, "site": c.site, "reads": _reads(c), "message": c.message}
+                        for c in res.not_checked],
         # fields SGLang declares whose value cannot be known before it starts (null in values)
         "not_decided": [{"field": n, "why": why} for n, why in res.not_decided.items()],
         "warnings": [w.to_dict() for w in res.warnings],

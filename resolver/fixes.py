@@ -357,8 +357,10 @@ def _configuration(compiled, out: Outcome) -> tuple:
     """Every option's value, each spelling the rule pack normalises written as it normalises it (bf16 and
     bfloat16 are one KV dtype: rules/dsa.yaml adjust.dsa.kv.bf16-spelling)."""
     spellings = _spellings(compiled)
-    return tuple(sorted(((n, spellings.get((n, v), v) if isinstance(v, str) else v) for n, v in out.values.items()),
-                        key=str))
+    options = compiled.pack.options
+    # a json option (an object or list: unhashable) keeps the typed value or its default whatever a fix changes
+    return tuple(sorted(((n, spellings.get((n, v), v) if isinstance(v, str) else v) for n, v in out.values.items()
+                         if not options[n].opaque), key=str))
 
 
 def _spellings(compiled) -> dict[tuple[str, Any], Any]:

@@ -17,7 +17,7 @@ __all__ = ["REQUEST_KEYS", "request_kwargs"]
 #: ``model_name``, ``draft_model_name``, ``recipe`` (which change nothing)
 REQUEST_KEYS = _KEYS = frozenset({"id", "platform", "model", "model_arch", "model_path", "args", "installed",
                                   "strict", "model_files", "draft_model", "model_name", "draft_model_name", "recipe",
-                                  "platform_overrides", "env", "require_known_kernels"})
+                                  "platform_overrides", "env", "require_known_kernels", "require_all_checks"})
 #: platform overrides the oracle format allows; ``has_*`` say whether a kernel package is installed
 _OVERRIDES = {"gpu_memory_gb", "gpus_per_node", "has_flashinfer", "has_triton_kernels", "nvidia_driver_version"}
 _OVERRIDE_PACKAGES = {"has_flashinfer": "flashinfer", "has_triton_kernels": "triton_kernels"}
@@ -44,10 +44,11 @@ def _installed(req: dict[str, Any]) -> dict[str, bool] | None:
     return out or None
 
 
-def request_kwargs(req: dict[str, Any], strict: bool = False, require_known_kernels: bool = False) -> dict[str, Any]:
+def request_kwargs(req: dict[str, Any], strict: bool = False, require_known_kernels: bool = False,
+                   require_all_checks: bool = False) -> dict[str, Any]:
     """A batch request, checked, as the keyword arguments of :func:`~resolver.api.resolve_request`
-    (also each role of ``resolve cross-node``); ``strict`` and ``require_known_kernels`` are the
-    defaults a request may override."""
+    (also each role of ``resolve cross-node``); ``strict``, ``require_known_kernels`` and
+    ``require_all_checks`` are the defaults a request may override."""
     unknown = sorted(set(req) - _KEYS)
     if unknown:
         raise ResolverError(f"unknown request key(s) {unknown}; known: {sorted(_KEYS)}")
@@ -61,8 +62,9 @@ def request_kwargs(req: dict[str, Any], strict: bool = False, require_known_kern
         raise ResolverError("'model' must be an object of config.json fields")
     if req.get("draft_model") is not None and not isinstance(req["draft_model"], dict):
         raise ResolverError("'draft_model' must be an object of the draft's config.json fields")
-    if not isinstance(req.get("require_known_kernels", False), bool):
-        raise ResolverError("'require_known_kernels' must be true or false")
+    for key in ("require_known_kernels", "require_all_checks"):
+        if not isinstance(req.get(key, False), bool):
+            raise ResolverError(f"'{key}' must be true or false")
     if not isinstance(req.get("env") or {}, dict):
         raise ResolverError("'env' must be an object of variable: value")
     args = dict(req.get("args") or {})
@@ -73,6 +75,7 @@ def request_kwargs(req: dict[str, Any], strict: bool = False, require_known_kern
     return {"platform": req["platform"], "args": args, "model": req.get("model"), "model_arch": req.get("model_arch"),
             "installed": installed, "strict": bool(req.get("strict", strict)),
             "require_known_kernels": req.get("require_known_kernels", require_known_kernels),
+            "require_all_checks": req.get("require_all_checks", require_all_checks),
             "draft_model": req.get("draft_model"), "gpu_memory_gb": overrides.get("gpu_memory_gb"),
             "env": req.get("env"), "gpus_per_node": overrides.get("gpus_per_node"),
             "model_files": req.get("model_files")}

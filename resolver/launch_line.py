@@ -10,8 +10,8 @@ from .catalogue import catalogue
 from .expressions import cached_expression
 from .options import to_argv
 
-__all__ = ["LAUNCHER", "copied_from_checkpoint", "export_lines", "launch_argv", "launch_value", "shell_line",
-           "typed_after_fix"]
+__all__ = ["LAUNCHER", "copied_from_checkpoint", "export_lines", "launch_argv", "launch_value", "launch_values",
+           "shell_line", "typed_after_fix"]
 
 #: how SGLang 0.5.23 starts a server
 LAUNCHER = ("python", "-m", "sglang.launch_server")
@@ -52,16 +52,24 @@ def launch_argv(res) -> tuple[str, ...]:
     """The user's flags plus every resolved value that differs from SGLang's default, so SGLang
     given this line decides nothing differently from the resolver (a value SGLang copies from the
     checkpoint itself is left to it: see :func:`copied_from_checkpoint`)."""
+    return to_argv(res.engine.pack, launch_values(res))
+
+
+def launch_values(res) -> dict[str, Any]:
+    """The SGLang fields :func:`launch_argv` types, with their values."""
     cat = catalogue()
     typed = _typed(res)
+    options = res.engine.pack.options
     chosen = {}
     for name in res.values:
         if name not in typed and name in res.derivations and copied_from_checkpoint(res, name):
             continue
+        if name not in typed and name in options and options[name].opaque:
+            continue  # untyped, a json field holds what SGLang itself declares for it ({} or [])
         value = launch_value(res, name)
         if name in typed or (name in cat.by_dest and value != cat.default(name)):
             chosen[name] = value
-    return to_argv(res.engine.pack, chosen)
+    return chosen
 
 
 def typed_after_fix(res, fix) -> tuple[str, ...]:

@@ -120,11 +120,11 @@ def _json_value(option: Option, value: Any, flag: str) -> Any:
     action = catalogue().by_dest.get(option.name)
     if isinstance(value, str) and (action is None or action.type == "json"):
         try:
-            return parse_json(value, flag)
+            return parse_json(value, flag)  # within the caps on depth and integer length
         except json.JSONDecodeError as exc:
             raise InputError(f"{flag}: expected JSON, got {_short(value)} ({exc.msg})") from None
-    if isinstance(value, str) and action is not None and action.takes_value and action.nargs in ("*", "+"):
-        return [value]
+    if action is not None and isinstance(value, str):  # SGLang's own typing: one word of a many-valued flag
+        value = catalogue().coerce(option.name, value, flag)
     try:
         return parse_json(json.dumps(value), flag)  # a copy, within the caps on depth and integer length
     except (TypeError, ValueError):

@@ -17,7 +17,7 @@ import pytest
 
 from resolver.api import get_engine, resolve_request
 from resolver.launch_line import launch_argv
-from tools.sglang_diff import DRAFTS, ORACLE_DRAFT_DIR, fix_trials, sglang_value
+from tools.sglang_diff import DRAFTS, ORACLE_DRAFT_DIR, ORACLE_MODEL_DIR, fix_trials, sglang_value
 
 from .conftest import CATALOGUE
 from .oracle import ORACLE, oracle_python
@@ -25,7 +25,7 @@ from .oracle import ORACLE, oracle_python
 LLAMA = CATALOGUE["meta-llama/Llama-3.1-8B-Instruct"]
 DSV3 = CATALOGUE["deepseek-ai/DeepSeek-V3"]
 DSV32 = CATALOGUE["deepseek-ai/DeepSeek-V3.2"]
-TARGET_AS_DRAFT = "/tmp/sglang-oracle-fixture/model"  # the oracle's target checkpoint, as DSpark's draft
+TARGET_AS_DRAFT = ORACLE_MODEL_DIR  # the oracle's target checkpoint, as DSpark's draft
 
 # (platform, model, args) -> SGLang's status and disable_radix_cache (None: refused, with this message)
 CASES = [

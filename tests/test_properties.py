@@ -10,6 +10,7 @@ from resolver import ResolverError
 from resolver.adapters.registry import registry
 from resolver.api import get_engine, resolve_request
 from resolver.fixes import _configuration, _of_another_family
+from resolver.launch_line import launch_values
 from resolver.loader import default_rules_dir
 from resolver.resolution import run
 
@@ -103,8 +104,9 @@ def test_resolving_the_resolved_values_changes_nothing(request):
     platform, model, args, installed = request
     res = _resolve(engine, platform, model, args, fixes=False, installed=installed)
     if res.ok:
-        typed = {k: v for k, v in res.values.items() if v is not None and not engine.pack.options[k].no_cli}
-        again = _resolve(engine, platform, model, typed, fixes=False, installed=installed)
+        # what the resolved launch line types (--format args): typing SGLang's default where it was left
+        # untyped can change SGLang's answer (a typed --hicache-ratio turns the host-memory sizing off)
+        again = _resolve(engine, platform, model, launch_values(res), fixes=False, installed=installed)
         assert again.ok and again.values == res.values
 
 

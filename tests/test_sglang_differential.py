@@ -1,9 +1,17 @@
-"""The differential test against SGLang 0.5.23: a fixed-seed random sample of launches, SGLang's own
-resolution (the oracle) against the resolver, every launch agreeing or a documented divergence.
+"""The differential test against SGLang 0.5.23: a fixed-seed random sample of whole launches, SGLang's own
+resolution (the oracle) against the resolver, on every field SGLang declares.
 
-tools/sglang_diff.py draws the launches and classes the answers; run it with any other seed and
-size to sweep further (``python tools/sglang_diff.py --seed N --count M``).  The sample is fixed,
-so this test gives the same verdict on every run.
+tools/sglang_diff.py draws the launches (the deep areas' draws and the whole flag catalogue, over every model
+fixture of the resolver and the oracle) and classes the answers; run it with any other seed and size to sweep
+further (``python tools/sglang_diff.py --seed N --count M``).  The sample is fixed, so this test gives the same
+verdict on every run.
+
+The resolver does not yet model every check SGLang makes nor report every field it declares, so the sample has
+findings that fail a run of the tool (silent misses, extra refusals, value differences, unreported fields).  They
+are listed below, each with the launches of the sample that have it today: the test fails when a kind of finding
+not listed appears, when a listed one grows, and when a listed one is gone (then delete its line), so the lists
+only shrink as rules and reports are mended.  ``python tools/sglang_diff.py --open-gaps`` prints the list as it
+stands; ``--fixes 8`` the fixes SGLang refuses.
 """
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ import os
 import pytest
 
 from resolver.api import get_engine
+from resolver.catalogue import catalogue
 from tools import sglang_diff
 
 from .conftest import ROOT
@@ -21,55 +30,166 @@ from .oracle import ORACLE, oracle_python
 
 SEED, COUNT = 20261201, 2000
 
-#: kinds of difference still open (rule gaps, not divergences): the test fails when a kind not
-#: listed here appears, or when a listed kind is gone (then delete its line)
-OPEN_GAPS: set[str] = set()
+#: kind of failing finding -> the launches of the sample that have it today (an upper bound)
+OPEN_GAPS: dict[str, int] = {
+    'extra-refusal: conflict.eplb.needs-ep': 1,
+    'field-not-reported: cuda_graph_config.decode.full_prefill_max_req': 594,
+    'field-not-reported: cuda_graph_config.decode.full_prefill_prefix_chunk_tokens': 594,
+    'field-not-reported: cuda_graph_config.decode.max_context_size': 594,
+    'field-not-reported: cuda_graph_config.decode.max_seq_len': 594,
+    'field-not-reported: cuda_graph_config.decode.tc_compiler': 594,
+    'field-not-reported: cuda_graph_config.prefill.full_prefill_max_req': 594,
+    'field-not-reported: cuda_graph_config.prefill.full_prefill_prefix_chunk_tokens': 594,
+    'field-not-reported: cuda_graph_config.prefill.max_context_size': 594,
+    'field-not-reported: cuda_graph_config.prefill.max_seq_len': 594,
+    'field-not-reported: cuda_graph_config.prefill.tc_compiler': 594,
+    'field-not-reported: enable_dp_attention_local_control_broadcast': 1,
+    'field-not-reported: enable_return_hidden_states': 4,
+    'field-not-reported: grpc_port': 6,
+    'field-not-reported: image_processor_backend': 2,
+    'field-not-reported: mamba_radix_cache_strategy': 3,
+    'field-not-reported: mamba_ssm_dtype': 1,
+    'field-not-reported: mooncake_ib_device': 4,
+    'field-not-reported: return_hidden_states_mode': 5,
+    'field-not-reported: smg_grpc_mode': 2,
+    'silent-miss: sglang.srt.arg_groups.attention_hook:handle_linear_attn_backend': 2,
+    'silent-miss: sglang.srt.arg_groups.layernorm_sp_hook:validate_layernorm_sp': 2,
+    'silent-miss: sglang.srt.arg_groups.lora_hook:check_lora_server_args': 3,
+    'silent-miss: sglang.srt.arg_groups.model_hook:handle_mamba_radix_cache': 3,
+    'silent-miss: sglang.srt.configs.model_config:_validate_quantize_and_serve_config': 1,
+    'silent-miss: sglang.srt.kernel_plugins.amd.binding:handle_amd_monokernel': 2,
+    'value-differs: attention_backend': 4,
+    'value-differs: attn_dp_size': 1,
+    'value-differs: chunked_prefill_size': 2,
+    'value-differs: cuda_graph_config_decode_backend': 2,
+    'value-differs: cuda_graph_config_decode_bs': 6,
+    'value-differs: cuda_graph_config_prefill_backend': 3,
+    'value-differs: cuda_graph_config_prefill_bs': 4,
+    'value-differs: cuda_graph_max_bs_decode': 5,
+    'value-differs: disable_cuda_graph': 1,
+    'value-differs: disable_radix_cache': 1,
+    'value-differs: enable_deterministic_inference': 5,
+    'value-differs: enable_dp_lm_head': 1,
+    'value-differs: enforce_shared_experts_fusion': 1,
+    'value-differs: env.NCCL_GRAPH_REGISTER': 1,
+    'value-differs: env.SGLANG_ENABLE_DETERMINISTIC_INFERENCE': 5,
+    'value-differs: env.SGLANG_FLASHINFER_MOE_FUSED_FINALIZE': 5,
+    'value-differs: env.SGLANG_MAMBA_SSM_DTYPE': 2,
+    'value-differs: env.SGLANG_SCHEDULER_SKIP_ALL_GATHER': 1,
+    'value-differs: env.SGLANG_USE_BREAKABLE_CUDA_GRAPH': 1,
+    'value-differs: env.SGLANG_VLM_CACHE_SIZE_MB': 5,
+    'value-differs: ep_size': 1,
+    'value-differs: flashinfer_allreduce_fusion_backend': 1,
+    'value-differs: mem_fraction_static': 11,
+    'value-differs: moe_a2a_backend': 1,
+    'value-differs: moe_dense_tp_size': 1,
+    'value-differs: quantization': 4,
+    'value-differs: remote_instance_weight_loader_start_seed_via_transfer_engine': 2,
+    'value-differs: sampling_backend': 3,
+    'value-differs: schedule_conservativeness': 1,
+    'value-differs: speculative_use_rejection_sampling': 1,
+}
+
+#: SGLang's refusing function -> the applied fixes (every 8th refused launch's) it refuses today (an upper
+#: bound): the fixed launch trips a check the resolver does not model (the original launch was refused for
+#: another reason too), a silent miss in disguise
+FIX_OPEN_GAPS: dict[str, int] = {
+    'sglang.srt.configs.model_config:_validate_quantize_and_serve_config': 2,
+    'sglang.srt.kernel_plugins.amd.binding:handle_amd_monokernel': 2,
+}
 
 
 @pytest.fixture(scope="module")
 def comparison():
     python = oracle_python()
-    requests = sglang_diff.launches(SEED, COUNT)
+    fixtures = sglang_diff.model_fixtures(python, ORACLE)
+    requests = sglang_diff.launches(SEED, COUNT, fixtures)
     answers = sglang_diff.ask_oracle(requests, python, ORACLE)
     engine = get_engine()
     results = sglang_diff.ask_resolver(requests, engine)
-    return requests, answers, results, sglang_diff.compare(requests, answers, results, engine)
+    return fixtures, requests, answers, results, sglang_diff.compare(requests, answers, results, engine)
 
 
-def test_every_launch_agrees_with_sglang_or_is_a_documented_divergence(comparison):
-    requests, answers, results, classes = comparison
-    differences = {k for k in classes if k not in sglang_diff.PASSING}
-    out = io.StringIO()
-    sglang_diff.report({k: v for k, v in classes.items() if k in sglang_diff.PASSING or k not in OPEN_GAPS},
-                       requests, answers, results, show=3, out=out)
-    assert differences <= OPEN_GAPS, out.getvalue()
-    assert OPEN_GAPS <= differences, f"gaps closed, delete their lines: {sorted(OPEN_GAPS - differences)}"
+def _check_gaps(found: dict[str, int], listed: dict[str, int], name: str) -> str:
+    """What is wrong with ``found`` against the allow-list ``listed`` (empty when nothing is)."""
+    new = {k: n for k, n in found.items() if k not in listed}
+    grown = {k: (listed[k], n) for k, n in found.items() if k in listed and n > listed[k]}
+    gone = sorted(set(listed) - set(found))
+    problems = []
+    if new:
+        problems.append(f"new kinds (not in {name}): {new}")
+    if grown:
+        problems.append(f"kinds that grew ({name} bound, now): {grown}")
+    if gone:
+        problems.append(f"kinds closed, delete their lines from {name}: {gone}")
+    return "\n".join(problems)
+
+
+def test_every_flag_is_drawn_or_skipped_with_a_reason():
+    """The whole-catalogue draw types every SGLang flag it can give a sane value; the others are listed with the
+    reason (a new flag of a catalogue update must be placed in one or the other)."""
+    flags = catalogue().by_dest
+    assert not sglang_diff.unclassified_flags()
+    assert not set(sglang_diff.VALUES) & set(sglang_diff.SKIPPED)
+    assert set(sglang_diff.VALUES) | set(sglang_diff.SKIPPED) <= set(flags)
+    draws = sglang_diff.catalogue_draws()
+    assert len(draws) + len(sglang_diff.SKIPPED) == len(flags)
+    assert len(draws) > 400
+
+
+def test_the_sample_draws_the_whole_catalogue_on_every_fixture(comparison):
+    fixtures, requests, _answers, _results, _verdicts = comparison
+    drawn = {k for r in requests for k in r["args"]}
+    missing = set(sglang_diff.catalogue_draws()) - drawn
+    assert len(missing) < 20, sorted(missing)
+    assert {r["platform"] for r in requests} == set(sglang_diff.PLATFORMS)
+    assert {r["model_name"] for r in requests} == {f.name for f in fixtures}
+    assert any(n.startswith("oracle:") for n in (f.name for f in fixtures))
+    assert sum("model_files" in r for r in requests) > COUNT // 50  # ModelOpt checkpoints, hf_quant_config.json
+    assert sum("speculative_algorithm" in r["args"] for r in requests) > COUNT // 5
+    # most launches set a handful of flags, as real commands do
+    sizes = sorted(len(r["args"]) for r in requests)
+    assert 3 <= sizes[COUNT // 2] <= 8
+
+
+def test_no_new_gap_and_none_grows(comparison):
+    _fixtures, requests, _answers, _results, verdicts = comparison
+    problems = _check_gaps(sglang_diff.open_gaps(verdicts), OPEN_GAPS, "OPEN_GAPS")
+    if problems:
+        out = io.StringIO()
+        sglang_diff.report(verdicts, requests, show=2, out=out)
+        pytest.fail(f"{problems}\n\n{out.getvalue()}\n\nas it stands:\n{sglang_diff.format_open_gaps(verdicts)}")
 
 
 def test_the_sample_exercises_both_sides(comparison):
-    """A sample the oracle could not read, or one where SGLang never refuses, would prove nothing."""
-    requests, answers, _results, classes = comparison
-    size = {k: len(v) for k, v in classes.items()}
-    assert size.get("harness", 0) < COUNT // 20
-    assert size.get("agree", 0) > COUNT // 2
+    """A sample the oracle could not read, or one where SGLang never refuses or never resolves, would prove
+    nothing."""
+    _fixtures, _requests, answers, results, verdicts = comparison
+    classes = {k: len(v) for k, v in sglang_diff.classes_of(verdicts).items()}
+    assert classes.get("harness", 0) < COUNT // 20
     refused = sum(a.get("sglang", {}).get("status") == "error" for a in answers.values())
-    assert refused > COUNT // 10
-    assert sum("speculative_algorithm" in r["args"] for r in requests) > COUNT // 5
-    assert len({r["model_name"] for r in requests}) >= 20
+    assert COUNT // 10 < refused < COUNT * 3 // 4
+    both = sum(a.get("sglang", {}).get("status") == "resolved" and results[rid]["status"] == "resolved"
+               for rid, a in answers.items())
+    assert both > COUNT // 5
+    # every SGLang refusal the resolver resolves is told apart: named in not_checked, or a silent miss
+    assert all(v.findings for v in verdicts.values() if v.cls in ("silent-miss", "named-not-checked"))
 
 
 def test_divergences_are_documented(comparison):
-    _requests, _answers, results, classes = comparison
+    _fixtures, _requests, _answers, results, verdicts = comparison
     seen = collections.Counter(sglang_diff.DIVERGENCE_RULES[c["rule"]["id"]]
-                               for rid in classes.get("divergence", ()) for c in results[rid]["conflicts"])
+                               for rid, v in verdicts.items() if v.cls == "divergence"
+                               for c in results[rid]["conflicts"])
     with open(os.path.join(ROOT, "docs", "divergences.md"), encoding="utf-8") as fh:
         doc = fh.read()
     assert seen and all(f"## {div}" in doc for div in seen)
 
 
 def test_every_fix_listed_is_accepted_by_sglang(comparison):
-    """Every 8th launch the resolver refuses: each fix it lists, applied, resolves here and SGLang accepts it."""
-    requests, _answers, results, _classes = comparison
+    """Every 8th launch the resolver refuses: each fix it lists, applied, resolves here and SGLang accepts it,
+    but for the refusals of FIX_OPEN_GAPS."""
+    _fixtures, requests, _answers, results, _verdicts = comparison
     engine = get_engine()
     trials = sglang_diff.fix_trials(requests, results, engine, every=8)
     assert len(trials) > 100
@@ -77,8 +197,14 @@ def test_every_fix_listed_is_accepted_by_sglang(comparison):
                                          oracle_python(), ORACLE)
     fix_classes = sglang_diff.check_fixes(trials, fix_answers, sglang_diff.ask_resolver(trials, engine))
     by_id = {t["id"]: t for t in trials}
+    prefix = "SGLang refuses the fix: "
+    refused = {k[len(prefix):]: len(ids) for k, ids in fix_classes.items() if k.startswith(prefix)}
     bad = {kind: [(tid, by_id[tid]["fix"]["description"], by_id[tid]["args"]) for tid in ids[:3]]
-           for kind, ids in fix_classes.items() if kind not in ("accepted", "harness")}
+           for kind, ids in fix_classes.items()
+           if kind not in ("accepted", "harness") and not kind.startswith((prefix, "SGLang refuses the fix by a check "
+                                                                                 "named not checked"))}
     assert not bad, bad
+    problems = _check_gaps(refused, FIX_OPEN_GAPS, "FIX_OPEN_GAPS")
+    assert not problems, f"{problems}\n\nas it stands: {dict(sorted(refused.items()))}"
     # the oracle cannot load some fixed requests (Qwen3-Next under some flags): few enough to mean something
     assert len(fix_classes.get("harness", ())) < len(trials) // 8

@@ -1,28 +1,43 @@
 #!/usr/bin/env python3
-"""Differential test against SGLang 0.5.23: seeded random launches, SGLang's own resolution vs the resolver.
+"""Differential test against SGLang 0.5.23: seeded random whole launches, SGLang's own resolution vs the resolver.
 
     python tools/sglang_diff.py --seed 7 --count 2000 [--oracle-python PY] [--oracle-dir DIR] [--show 5]
 
-Each launch is a real catalogued checkpoint (``resolver/data/models.json``) on one of SGLang's
-platforms, with a random draw of the options the rules cover: attention, prefill/decode and DSA
-backends, KV-cache dtype, page size, HiSparse, speculative decoding (EAGLE, EAGLE3, NEXTN,
-STANDALONE, NGRAM, DFLASH with their shapes, draft checkpoints, the draft's quantization and MoE
-runner), tensor parallelism, deterministic inference, the PD role, the quantization, the MoE
-runner, TF32 matmuls and shared-expert fusion.  Most options stay unset in most launches, as in real
-commands.  SGLang answers through the oracle (a separate Python with the sglang 0.5.23 wheel and
-torch stubbed out; its ``ask.py``), the resolver answers in this process, and every launch is
-classed:
+It measures fidelity where the rules are silent, not only where they speak.  Each launch is a model
+fixture (the resolver's catalogue, ``resolver/data/models.json``, and the oracle's own
+``full_pipeline.MODELS``, each with its checkpoint files) on one of SGLang's ten platforms, with
 
-- ``agree``: both refuse, or both resolve with the same value for every option the rules decide;
-- ``divergence``: the resolver refuses by a rule of docs/divergences.md (a kernel that cannot run
-  what SGLang picks), or SGLang picks a default whose kernel is absent or cannot run there;
+- the hand-written draws of the deep areas (attention, DSA and KV cache, speculative decoding with
+  draft checkpoints, MoE kernels and quantization, the parallel layout and all-to-all, PD and
+  HiCache, memory and CUDA graphs), as before, and
+- a draw from the WHOLE flag catalogue (``resolver/data/sglang_flags.json``): any SGLang flag, by
+  its type and choices (booleans flipped, choices drawn, numbers from small sets around the
+  default), 0 to 4 of them per launch, so a flag no rule reads is drawn too.  The flags left out
+  are listed in ``SKIPPED`` with the reason (they must name files, services or plugins).
+
+SGLang answers through the oracle (``ask.py``: a separate Python with the sglang 0.5.23 wheel and
+torch stubbed out), the resolver answers in this process, and every field SGLang declares is
+compared (the answer's ``values``: what any pipeline step declared), with the environment, besides
+every field the resolver reports.  Each launch gets one class:
+
+- ``agree``: both refuse, or both resolve with the same value for every field and variable;
+- ``divergence``: the resolver refuses only by rules of docs/divergences.md (``DIVERGENCE_RULES``),
+  or SGLang picks a default whose kernel is absent or cannot run there;
 - ``not-offered``: a value SGLang's own CLI does not offer (an input error here);
-- ``harness``: the oracle could not run the request (not a verdict on either side);
-- anything else is a difference, grouped by kind (a refusal we miss, a conflict SGLang does not
-  raise, a value that differs) with an example of each.
+- ``harness``: the oracle could not run the request (no verdict on either side);
+- ``named-not-checked``: SGLang refuses, the resolver resolves and names the refusing check
+  (module:function) in its ``not_checked`` list;
+- ``silent-miss``: SGLang refuses, the resolver resolves without naming that check;
+- ``extra-refusal``: the resolver refuses (a conflict, or an input error), SGLang resolves;
+- ``value-differs``: a field (or environment variable) SGLang declares has another value here;
+- ``field-not-reported``: everything reported agrees, but SGLang declares a field the resolver's
+  result does not report.
 
-The exit status is 1 when a difference is left, else 0.  The same seed and count give the same
-launches on every machine: the draw uses only ``random.Random(seed)`` over sorted inputs.
+Within a launch every finding is also counted by its kind (the refusing SGLang function of a silent
+miss, the field of a value difference or of an unreported field, the rules of an extra refusal).
+The exit status is 1 when a silent miss, an extra refusal, a value difference or an unreported
+field is left, else 0.  The same seed and count give the same launches on every machine with the
+same oracle: the draw uses only ``random.Random(seed)`` over sorted inputs.
 """
 from __future__ import annotations
 
@@ -30,6 +45,7 @@ import argparse
 import collections
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -38,7 +54,9 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,17 +65,21 @@ if ROOT not in sys.path:  # run as a script from anywhere
 
 # imported only after the path above, so a script run imports this checkout's resolver, not an installed one
 from resolver.api import Engine, get_engine  # noqa: E402
+from resolver.catalogue import CatalogueFlag  # noqa: E402
 from resolver.catalogue import catalogue as flag_catalogue  # noqa: E402
 from resolver.model_source import catalogue as model_catalogue  # noqa: E402
 from resolver.tools.batch import resolve_line  # noqa: E402
 
 PLATFORMS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121", "gfx942", "gfx950")
-#: the oracle writes its checkpoints under one fixed folder: one oracle process at a time, by this lock
-ORACLE_LOCK = "/tmp/sglang-oracle-fixture.lock"
+#: the folder the oracle writes its fixture checkpoints to, this run's own when $SGLANG_ORACLE_FIXTURE names one
+#: (two oracle processes writing one folder would read each other's config.json)
+ORACLE_FIXTURE = os.environ.get("SGLANG_ORACLE_FIXTURE") or "/tmp/sglang-oracle-fixture"
+#: one oracle process per fixture folder at a time, by this lock
+ORACLE_LOCK = ORACLE_FIXTURE + ".lock"
 #: where the oracle writes the target checkpoint (SGLang's model_path)
-ORACLE_MODEL_DIR = "/tmp/sglang-oracle-fixture/model"
+ORACLE_MODEL_DIR = ORACLE_FIXTURE + "/model"
 #: where the oracle writes the draft checkpoint it is given (``speculative_draft_model_path`` must name it)
-ORACLE_DRAFT_DIR = "/tmp/sglang-oracle-fixture/draft"
+ORACLE_DRAFT_DIR = ORACLE_FIXTURE + "/draft"
 
 #: draft checkpoints (config.json of public draft heads; the weights are never read)
 DRAFTS: dict[str, dict[str, Any]] = {
@@ -150,11 +172,15 @@ _MOE_RUNNERS = ("auto", "triton", "deep_gemm", "triton_kernel", "flashinfer_trtl
                 "flashinfer_cutlass", "flashinfer_mxfp4", "flashinfer_cutedsl", "cutlass", "marlin")
 
 
-def _quantizations(config: dict) -> tuple:
+def _quantizations(config: dict, files: dict | None = None) -> tuple:
     """--quantization values an operator types for this checkpoint: its own method, "unquant", and the
-    online methods SGLang accepts on it (fp8 and NVFP4 on an unquantised checkpoint, NVFP4 over FP8)."""
+    online methods SGLang accepts on it (fp8 and NVFP4 on an unquantised checkpoint, NVFP4 over FP8).
+    A ModelOpt export keeps its method in ``hf_quant_config.json`` beside a config.json without one."""
     qc = config.get("quantization_config")
     method = qc.get("quant_method") if isinstance(qc, dict) else None
+    modelopt = ((files or {}).get("hf_quant_config.json") or {}).get("quantization") or {}
+    if method is None and modelopt.get("quant_algo") in ("NVFP4", "FP8"):
+        method = "modelopt_fp4" if modelopt["quant_algo"] == "NVFP4" else "modelopt_fp8"
     if method is None:
         return ("fp8", "modelopt_fp4", "unquant")
     return (method, "unquant", "modelopt_fp4") if method == "fp8" else (method, "unquant")
@@ -172,9 +198,21 @@ def _offered(catalogue, field: str, values) -> tuple:
     return tuple(v for v in values if choices is None or v in choices)
 
 
-def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dict[str, Any]:
-    """One random launch in the oracle's request format."""
-    name, config = rng.choice(models)
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """A model checkpoint a launch names: its label, config.json and the other files SGLang reads beside it."""
+
+    name: str
+    config: dict[str, Any]
+    files: dict[str, Any] = dc_field(default_factory=dict)
+
+
+def launch(rng: random.Random, models: list[Fixture], catalogue, draws: dict[str, tuple]) -> dict[str, Any]:
+    """One random launch in the oracle's request format: the deep areas' draws, then the whole catalogue's."""
+    model = rng.choice(models)
+    name, config = model.name, model.config
     platform = rng.choice(PLATFORMS)
     args: dict[str, Any] = {
         "attention_backend": _maybe(rng, 0.35, _offered(catalogue, "attention_backend", _BACKENDS)),
@@ -193,6 +231,8 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
             args["enable_hisparse"] = True
             args["disable_radix_cache"] = rng.random() < 0.8
     request: dict[str, Any] = {"platform": platform, "model_name": name, "model": config}
+    if model.files:
+        request["model_files"] = model.files
     algorithm = _maybe(rng, 0.3, _SPEC)
     if algorithm is not None:
         args["speculative_algorithm"] = algorithm
@@ -204,14 +244,14 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
                                ("fa3", "flashinfer", "triton", "trtllm_mha")))
         args["speculative_adaptive"] = _maybe(rng, 0.05, (True,))
         if algorithm in DRAFTS and rng.random() < 0.85:  # sometimes the draft path is forgotten
-            name, draft = rng.choice(DRAFT_VARIANTS.get(algorithm, [(algorithm, DRAFTS[algorithm])]))
-            request["draft_model_name"] = name
+            draft_name, draft = rng.choice(DRAFT_VARIANTS.get(algorithm, [(algorithm, DRAFTS[algorithm])]))
+            request["draft_model_name"] = draft_name
             request["draft_model"] = draft
             args["speculative_draft_model_path"] = ORACLE_DRAFT_DIR
         args["speculative_draft_model_quantization"] = _maybe(rng, 0.1, ("fp8", "unquant", "modelopt_fp4"))
         args["speculative_moe_runner_backend"] = _maybe(rng, 0.05, ("auto", "triton", "flashinfer_trtllm"))
     # the MoE kernels and quantization
-    args["quantization"] = _maybe(rng, 0.15, _offered(catalogue, "quantization", _quantizations(config)))
+    args["quantization"] = _maybe(rng, 0.15, _offered(catalogue, "quantization", _quantizations(config, model.files)))
     args["moe_runner_backend"] = _maybe(rng, 0.12, _offered(catalogue, "moe_runner_backend", _MOE_RUNNERS))
     args["enable_tf32_matmul"] = _maybe(rng, 0.08, (True, False))
     args["disable_shared_experts_fusion"] = _maybe(rng, 0.04, (True,))
@@ -226,6 +266,7 @@ def launch(rng: random.Random, models: list[tuple[str, dict]], catalogue) -> dic
     _draw_parallel(rng, request["args"], catalogue)
     _draw_moe_extras(rng, request["args"], request, catalogue)
     _draw_env_flags(rng, request["args"])
+    _draw_catalogue(rng, request["args"], draws)
     return request
 
 
@@ -387,12 +428,260 @@ def _draw_pd_hicache(rng: random.Random, args: dict[str, Any], catalogue) -> Non
     args["boundary_reduction"] = _maybe(rng, 0.04, ("auto", "ar", "rs", "rsv", "rs+rsv"))
 
 
-def launches(seed: int, count: int) -> list[dict[str, Any]]:
-    """``count`` launches drawn from ``seed`` (ids ``s<seed>-<n>``), the same on every machine."""
+
+# ---------------------------------------------------------------------------------------------
+# The whole flag catalogue
+# ---------------------------------------------------------------------------------------------
+
+#: how many flags of the whole catalogue a launch adds to the deep areas' draw (weights of 0, 1, 2, 3 and 4):
+#: with the deep draws' own five or so, a launch sets about six flags, as real launch commands do
+CATALOGUE_COUNT_WEIGHTS = (20, 30, 25, 15, 10)
+
+#: values for flags whose type alone gives none (free-text strings, JSON, lists) or whose generic numbers
+#: would not be sane (a ratio SGLang wants above 1, a port, a node rank), each a value SGLang documents
+VALUES: dict[str, tuple] = {
+    # model and checkpoint
+    "model_impl": ("sglang", "transformers"),
+    "model_config_parser": ("hf",),
+    "json_model_override_args": ('{"max_position_embeddings": 32768}',),  # applied over config.json
+    "revision": ("main",),
+    "speculative_draft_model_revision": ("main",),
+    "modelopt_quant": ("fp8", "nvfp4"),
+    "context_length": (4096, 32768, 131072, 262144),
+    # the machine and the service
+    "device": ("cuda", "cpu"),
+    "host": ("0.0.0.0",),
+    "fastapi_root_path": ("/sglang",),
+    "dist_init_addr": ("127.0.0.1:5000",),
+    "node_rank": (1,),
+    "nccl_port": (29500,),
+    "grpc_port": (50051,),
+    "gated_launch_port": (31000,),
+    "smg_http_sidecar_port": (30010,),
+    "served_model_name": ("my-model",),
+    "weight_version": ("v2",),
+    "api_key": ("sk-test",),
+    "admin_api_key": ("sk-admin",),
+    "random_seed": (0, 42),
+    "dist_timeout": (600, 1800),
+    # logging, metrics and tracing
+    "log_level": ("debug", "warning"),
+    "log_level_http": ("warning",),
+    "log_requests_target": (["stdout"],),
+    "tokenizer_metrics_custom_labels_header": ("x-tenant",),
+    "tokenizer_metrics_allowed_custom_labels": (["tenant"],),
+    "prompt_tokens_buckets": (["default"],),
+    "generation_tokens_buckets": (["default"],),
+    "bucket_time_to_first_token": ([0.1, 0.5, 1.0, 5.0],),
+    "bucket_inter_token_latency": ([0.01, 0.05, 0.1],),
+    "bucket_e2e_request_latency": ([1.0, 10.0, 60.0],),
+    "extra_metric_labels": ({"cluster": "a"},),
+    "forward_pass_metrics_worker_id": ("worker-0",),
+    "trace_modules": ("request,mooncake",),
+    "otlp_service_name": ("sglang",),
+    "uvicorn_access_log_exclude_prefixes": (["/metrics", "/health"],),
+    "gc_threshold": ([50000, 10, 10],),
+    # serving
+    "allowed_media_domains": (["huggingface.co"],),
+    "default_chat_template_kwargs": ({"enable_thinking": False},),
+    "preferred_sampling_params": ({"temperature": 0.6, "top_p": 0.95},),
+    "limit_mm_data_per_request": ({"image": 2},),
+    "constrained_json_whitespace_pattern": (r"[\n\t ]*",),
+    "max_queued_requests": (64, 1024),
+    "prefill_max_requests": (8, 64),
+    "default_priority_value": (0, 10),
+    "constrained_json_max_whitespace_cnt": (2, 8),
+    "prefill_delayer_max_delay_ms": (10.0, 100.0),
+    "prefill_delayer_forward_passes_buckets": ([1.0, 5.0, 10.0],),
+    "prefill_delayer_wait_seconds_buckets": ([0.1, 1.0, 5.0],),
+    # memory, cache and graphs
+    "mem_fraction_static": (0.7, 0.8, 0.85, 0.9),
+    "hicache_ratio": (1.5, 2.0, 3.0),  # the host pool over the device pool: SGLang wants it above 1
+    "cuda_graph_bs_decode": ([1, 2, 4, 8, 16, 32],),
+    "cuda_graph_bs_prefill": ([4, 8, 16, 32],),
+    "cuda_graph_prefill_max_context": (4096, 32768),
+    "cuda_graph_max_seq_len_prefill": (4096, 16384),
+    "triton_attention_split_tile_size": (64, 256),
+    "max_mamba_cache_size": (64, 512),
+    "mm_preprocess_cache_size_mb": (256, 1024),
+    "swa_prefix_tails": (1, 4),
+    "disaggregation_decode_extra_slots": (0, 16),
+    "min_free_slots_delay": (1, 8),
+    # parallelism, experts and speculative decoding
+    "pp_max_micro_batch_size": (4, 16),
+    "shared_experts_tp_size": (1, 2, 4, 8),
+    "eplb_algorithm": ("deepseek", "elasticity_aware"),
+    "eplb_rebalance_layers_per_chunk": (1, 4),
+    "init_expert_location": ("trivial",),
+    "elastic_ep_initial_size": (2, 8),
+    "max_ep_size": (8, 16),
+    "paged_experts_num_resident": (8, 64),
+    "speculative_algorithm": _SPEC,
+    "speculative_draft_attention_backend": ("fa3", "fa4", "flashinfer", "triton", "trtllm_mha"),
+    "speculative_dflash_block_size": (8, 16),
+    "speculative_dspark_block_size": (8, 16),
+    "speculative_draft_window_size": (128, 1024),
+    "speculative_draft_sink_size": (4, 64),
+    "return_aux_hidden_state_layer_ids": ([1, 2],),
+    # LoRA
+    "max_lora_rank": (8, 64),
+    "max_loaded_loras": (4, 16),
+}
+
+#: flags the whole-catalogue draw leaves out, by the reason no sane value can be typed here
+SKIPPED_BY_REASON: dict[str, tuple[str, ...]] = {
+    "the checkpoint: always the oracle's fixture folder (as_launched), a draft one drawn with speculative decoding": (
+        "model_path", "speculative_draft_model_path"),
+    "names a file or folder: none exists on the oracle's machine (its guard refuses any path outside the fixture "
+    "checkpoint), and SGLang would fail on the missing file, not in its launch resolution": (
+        "tokenizer_path", "quantization_param_path", "modelopt_checkpoint_restore_path",
+        "modelopt_checkpoint_save_path", "modelopt_export_path", "rl_quant_profile", "ssl_keyfile", "ssl_certfile",
+        "ssl_ca_certs", "ssl_keyfile_password", "chat_template", "completion_template", "file_storage_path",
+        "crash_dump_folder", "export_metrics_to_file_dir", "speculative_token_map",
+        "speculative_dspark_sps_table_path", "speculative_dspark_confidence_sts_path", "spec_trace_dir",
+        "speculative_ngram_external_corpus_path", "speculative_adaptive_config", "lora_paths", "lmcache_config_file",
+        "flexkv_config_file", "kt_weight_path", "pdmux_config_path", "download_dir", "decrypted_config_file",
+        "decrypted_draft_config_file", "debug_tensor_dump_output_folder", "debug_tensor_dump_input_file",
+        "debug_tensor_dump_layers", "msprobe_dump_config", "ple_offload_dir", "config", "uno_lora_path",
+        "weight_cache_socket", "model_checksum", "numa_node"),
+    "a JSON or YAML configuration of a subsystem, whose schema no value here is known to satisfy": (
+        "model_loader_extra_config", "cuda_graph_config", "kv_events_config", "hisparse_config", "deepep_config",
+        "hicache_storage_backend_extra_config", "radix_eviction_policy_config", "sidecar_args", "mm_process_config",
+        "unified_cache_external_linker_config", "modelexpress_config", "watermark_config", "dllm_algorithm_config",
+        "remote_instance_weight_loader_send_weights_group_ports"),
+    "an address, URL or endpoint of another service, or a network device of the machine": (
+        "sidecar", "tool_server", "load_publish_endpoint", "otlp_traces_endpoint", "decoupled_spec_bind_endpoint",
+        "decoupled_spec_connect_endpoints", "decoupled_spec_rank", "decoupled_spec_role",
+        "remote_instance_weight_loader_seed_instance_ip", "remote_instance_weight_loader_seed_instance_service_port",
+        "encoder_urls", "encoder_register_urls", "mooncake_ib_device", "disaggregation_ib_device",
+        "forward_pass_metrics_ipc_name"),
+    "names Python code or a plugin registered at run time (none is registered offline)": (
+        "custom_weight_loader", "forward_hooks", "radix_cache_backend", "warmups", "hf_chat_template_name",
+        "dllm_algorithm", "flashinfer_autotune_skip_ops", "offload_mode"),
+    "KTransformers' CPU experts: every option needs --kt-weight-path, a folder of CPU expert weights": (
+        "kt_method", "kt_cpuinfer", "kt_threadpool_count", "kt_num_gpu_experts", "kt_max_deferred_experts_per_token"),
+}
+SKIPPED: dict[str, str] = {dest: why for why, dests in SKIPPED_BY_REASON.items() for dest in dests}
+
+#: words of a float option's name that make it a fraction of something (drawn from 0.3, 0.5, 0.8)
+_FRACTION_WORDS = ("fraction", "ratio", "threshold", "utilization", "watermark", "conservativeness")
+
+
+def flag_values(flag: CatalogueFlag) -> tuple | None:
+    """The values the whole-catalogue draw types for one flag, or None when its type gives none (a string
+    without choices, JSON, a list): such a flag needs an entry in VALUES or SKIPPED."""
+    if flag.dest in VALUES:
+        return VALUES[flag.dest]
+    if flag.kind in ("true", "false"):
+        return (flag.kind == "true",)
+    if flag.kind == "bool_optional":  # unset means "SGLang decides": both spellings are real
+        return (True, False) if flag.default is None else (not flag.default,)
+    if flag.kind == "store_const":
+        return (flag.const,)
+    if flag.choices:
+        others = tuple(c for c in flag.choices if c != flag.default) or flag.choices
+        return tuple([c] for c in others) if flag.nargs in ("+", "*") else others
+    if flag.nargs is not None:
+        return None
+    if flag.type in ("int", "int_suffix"):
+        return _ints(flag)
+    if flag.type == "float":
+        return _floats(flag)
+    return None
+
+
+def _ints(flag: CatalogueFlag) -> tuple | None:
+    """Sizes around the default, by powers of two (half, double, four times); small counts when unset."""
+    d = flag.default
+    if "port" in flag.dest.split("_"):
+        return (d + 1, d + 100) if isinstance(d, int) else None
+    if isinstance(d, int) and not isinstance(d, bool):
+        if d > 0:
+            return tuple(sorted({max(1, d // 2), d * 2, d * 4} - {d}))
+        return (1, 2, 4, 8) if d == 0 else (1, 4, 16)  # -1: "no limit" or "auto"
+    return (1, 2, 4, 8)
+
+
+def _floats(flag: CatalogueFlag) -> tuple:
+    """Fractions for a fraction, else half and double the default (a timeout's minutes when unset)."""
+    d = flag.default
+    if any(word in flag.dest for word in _FRACTION_WORDS):
+        return tuple(v for v in (0.3, 0.5, 0.8) if v != d)
+    if isinstance(d, (int, float)) and d > 0:
+        return (d / 2, d * 2)
+    return (60.0, 600.0) if "timeout" in flag.dest else (0.5, 1.0, 2.0)
+
+
+def catalogue_draws(catalogue=None) -> dict[str, tuple]:
+    """Every flag the whole-catalogue draw may type (by ServerArgs field, sorted) -> its values."""
+    catalogue = catalogue or flag_catalogue()
+    draws = {}
+    for dest in sorted(catalogue.by_dest):
+        values = None if dest in SKIPPED else flag_values(catalogue.by_dest[dest])
+        if values is not None:
+            draws[dest] = values
+    return draws
+
+
+def unclassified_flags(catalogue=None) -> list[str]:
+    """Flags with no drawable value that SKIPPED does not explain (a new flag of a catalogue update):
+    each needs a VALUES or a SKIPPED entry."""
+    catalogue = catalogue or flag_catalogue()
+    return sorted(d for d, f in catalogue.by_dest.items() if d not in SKIPPED and flag_values(f) is None)
+
+
+def _draw_catalogue(rng: random.Random, args: dict[str, Any], draws: dict[str, tuple]) -> None:
+    """Add a few flags of the whole catalogue that the launch has not set yet, each with one of its values
+    (a list or object value is copied: requests never share one)."""
+    count = rng.choices(range(len(CATALOGUE_COUNT_WEIGHTS)), weights=CATALOGUE_COUNT_WEIGHTS)[0]
+    free = [dest for dest in draws if dest not in args]
+    for dest in rng.sample(free, min(count, len(free))):
+        args[dest] = json.loads(json.dumps(rng.choice(draws[dest])))
+
+
+# ---------------------------------------------------------------------------------------------
+# Model fixtures
+# ---------------------------------------------------------------------------------------------
+
+#: prints the oracle's model fixtures (full_pipeline.MODELS, MODEL_FILES) as JSON; run in the oracle's Python,
+#: since importing full_pipeline imports SGLang (the resolver project never imports the oracle)
+_ORACLE_MODELS = ("import json, sys; sys.path.insert(0, sys.argv[1]); import full_pipeline as fp; "
+                  "json.dump({'models': fp.MODELS, 'files': fp.MODEL_FILES}, sys.stdout, sort_keys=True)")
+
+
+@functools.lru_cache(maxsize=4)
+def _oracle_models(python: str, oracle_dir: str) -> str:
+    proc = subprocess.run([python, "-B", "-c", _ORACLE_MODELS, oracle_dir], capture_output=True, text=True,
+                          check=False, cwd=os.path.dirname(oracle_dir))
+    if proc.returncode != 0:
+        raise SystemExit(f"cannot read the oracle's model fixtures from {oracle_dir}/full_pipeline.py "
+                         f"(exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return proc.stdout
+
+
+def model_fixtures(oracle_python: str | None = None, oracle_dir: str | None = None) -> list[Fixture]:
+    """Every model fixture a launch may name, sorted: the resolver's catalogue (less ORACLE_CANNOT_RUN) and the
+    oracle's own ``full_pipeline.MODELS`` (named ``oracle:<key>``), each with its checkpoint files."""
+    python = oracle_python or default_oracle_python()
+    if not python:
+        raise SystemExit("the oracle's model fixtures need its Python: give --oracle-python "
+                         "(or set SGLANG_ORACLE_PYTHON); see the oracle's README for its venv")
+    oracle = json.loads(_oracle_models(python, os.path.abspath(oracle_dir or default_oracle_dir())))
+    ours = [Fixture(m.id, dict(m.config), dict(getattr(m, "files", None) or {}))
+            for m in model_catalogue() if m.id not in ORACLE_CANNOT_RUN]
+    theirs = [Fixture(f"oracle:{key}", config, dict(oracle["files"].get(key) or {}))
+              for key, config in oracle["models"].items() if config is not None]
+    return sorted(ours, key=lambda f: f.name) + sorted(theirs, key=lambda f: f.name)
+
+
+def launches(seed: int, count: int, fixtures: list[Fixture] | None = None) -> list[dict[str, Any]]:
+    """``count`` launches drawn from ``seed`` (ids ``s<seed>-<n>``), the same on every machine with the same
+    oracle (its model fixtures are read from it unless ``fixtures`` are given)."""
     rng = random.Random(seed)
-    models = sorted((m.id, dict(m.config)) for m in model_catalogue() if m.id not in ORACLE_CANNOT_RUN)
+    models = fixtures if fixtures is not None else model_fixtures()
     catalogue = flag_catalogue()
-    return [{"id": f"s{seed}-{n}", **launch(rng, models, catalogue)} for n in range(count)]
+    draws = catalogue_draws(catalogue)
+    return [{"id": f"s{seed}-{n}", **launch(rng, models, catalogue, draws)} for n in range(count)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,13 +700,51 @@ def default_oracle_python() -> str | None:
 
 @contextlib.contextmanager
 def oracle_lock() -> Iterator[None]:
-    """Hold the oracle's lock (other oracle runs on this machine wait; see ORACLE_LOCK)."""
+    """Hold the lock of this run's fixture folder (other oracle runs on it wait; see ORACLE_LOCK)."""
     with open(ORACLE_LOCK, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+#: runs ask.py or full_pipeline.py in the oracle's Python with ORACLE_FIXTURE as its fixture folder.  The oracle
+#: reads $SGLANG_ORACLE_FIXTURE only after generate.py has scrubbed SGLANG_* from the environment, and starts
+#: its worker processes with an environment of its own, so by itself it always writes /tmp/sglang-oracle-fixture.
+#: The driver points the parent at the folder (the grids' draft path is made there) and hands the variable to
+#: each worker in its machine's environment, which the worker puts back after the scrub and before it reads
+#: the variable; a case still starts from the oracle's fixed environment plus the request's own ``env``.
+_ORACLE_DRIVER = r"""
+import json, sys
+oracle_dir, root, what = sys.argv[1:4]
+sys.path.insert(0, oracle_dir)
+import full_pipeline as fp
+if root != fp.FIXTURE_ROOT:
+    fp.FIXTURE_ROOT, fp.MODEL_DIR, fp.DRAFT_DIR = root, root + "/model", root + "/draft"
+    fp._FIXTURE_MARK = root + "/.sglang-oracle-fixture"
+    _signature = fp.machine_signature
+
+    def machine_signature(request):
+        machine = json.loads(_signature(request))
+        machine["env"] = {**machine["env"], "SGLANG_ORACLE_FIXTURE": root}
+        return fp.canonical(machine)
+
+    fp.machine_signature = machine_signature
+if what == "grids":
+    sys.exit(fp.main(sys.argv[4:]))
+import ask
+sys.exit(ask.main(sys.argv[4:]))
+"""
+
+
+def run_oracle(python: str, oracle_dir: str, what: str, argv: list[str]) -> subprocess.CompletedProcess:
+    """``ask.py argv`` (what="ask") or ``full_pipeline.py argv`` (what="grids") in the oracle's Python, writing
+    its checkpoints to ORACLE_FIXTURE, under its lock."""
+    oracle_dir = os.path.abspath(oracle_dir)
+    with oracle_lock():
+        return subprocess.run([python, "-B", "-c", _ORACLE_DRIVER, oracle_dir, ORACLE_FIXTURE, what, *argv],
+                              cwd=os.path.dirname(oracle_dir), capture_output=True, text=True, check=False)
 
 
 def ask_oracle(requests: list[dict], python: str, oracle_dir: str, cache: str | None = None) -> dict[str, dict]:
@@ -432,14 +759,12 @@ def ask_oracle(requests: list[dict], python: str, oracle_dir: str, cache: str | 
                 known[entry["key"]] = entry["answer"]
     todo = [r for r in requests if keyed[r["id"]] not in known]
     if todo:
-        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in todo)
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as tmp:
+            tmp.writelines(json.dumps(r) + "\n" for r in todo)
         try:
-            with oracle_lock():
-                proc = subprocess.run([python, "-B", os.path.join(oracle_dir, "ask.py"), fh.name],
-                                      cwd=os.path.dirname(oracle_dir), capture_output=True, text=True, check=False)
+            proc = run_oracle(python, oracle_dir, "ask", [tmp.name])
         finally:
-            os.unlink(fh.name)
+            os.unlink(tmp.name)
         answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
         if len(answers) != len(todo):
             raise SystemExit(f"the oracle answered {len(answers)} of {len(todo)} requests "
@@ -459,9 +784,22 @@ def as_launched(request: dict) -> dict:
             "args": {"model_path": ORACLE_MODEL_DIR, **request["args"]}}
 
 
-def ask_resolver(requests: list[dict], engine: Engine) -> dict[str, dict]:
-    """The resolver's result per request id, as ``resolve --batch --no-fixes`` gives it."""
-    return {r["id"]: resolve_line(engine, json.dumps(as_launched(r)), fixes=False) for r in requests}
+def _resolver_engine() -> Engine:
+    return get_engine()
+
+
+def _resolve_one(engine: Engine, request: dict) -> tuple[str, dict]:
+    return request["id"], resolve_line(engine, json.dumps(as_launched(request)), fixes=False)
+
+
+def ask_resolver(requests: list[dict], engine: Engine, jobs: int = 1) -> dict[str, dict]:
+    """The resolver's result per request id, as ``resolve --batch --no-fixes`` gives it; ``jobs`` > 1 resolves
+    on that many processes (each with the shipped rules), for the grids' thousands of requests."""
+    if jobs <= 1:
+        return dict(_resolve_one(engine, r) for r in requests)
+    from resolver.tools.jobs import run_ordered
+
+    return dict(run_ordered(_resolver_engine, (), _resolve_one, requests, jobs, chunk=64))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -472,6 +810,8 @@ def ask_resolver(requests: list[dict], engine: Engine) -> dict[str, dict]:
 ORACLE_STUBS = ("sglang.srt.utils.hf_transformers_patches",)
 #: values SGLang 0.5.23's CLI does not offer (the resolver refuses them as input errors)
 NOT_OFFERED = ("'cutlass_mla'", "'float16'")
+#: what the oracle records for the seed SGLang draws at random when none is typed
+RANDOM_MARK = "<random>"
 
 
 def _template(message: str) -> str:
@@ -539,38 +879,192 @@ def sglang_value(answer: dict, request: dict, field: str, defaults: dict[str, An
     return request["args"].get(field, defaults.get(field))
 
 
-def classify(request: dict, answer: dict, result: dict, fields: list[str], defaults: dict[str, Any],
-             aliases: dict[str, dict[str, Any]]) -> str:
-    """``agree``, ``divergence``, ``not-offered``, ``harness``, or a difference named by its kind."""
+
+#: the classes of a launch, in the order reported; a launch has exactly one (see the module doc)
+CLASSES = ("agree", "divergence", "not-offered", "harness", "named-not-checked", "silent-miss", "extra-refusal",
+           "value-differs", "field-not-reported")
+#: classes that leave nothing to mend: an answer SGLang gives too, a documented departure, no verdict, or a
+#: refusal the resolver said it does not check
+PASSING = ("agree", "divergence", "not-offered", "harness", "named-not-checked")
+#: kinds of finding that fail a run (exit status 1) and that tests/test_sglang_differential.py lists as open
+FAILING = ("silent-miss", "extra-refusal", "value-differs", "field-not-reported")
+
+
+@dataclass
+class Verdict:
+    """One launch's class, and every finding in it: kind (``<category>: <function, field or rules>``) -> what
+    to show for it (SGLang's message, or SGLang's value and ours)."""
+
+    cls: str
+    findings: dict[str, str] = dc_field(default_factory=dict)
+
+
+def category(kind: str) -> str:
+    """``silent-miss`` of ``silent-miss: sglang.srt.arg_groups.parallel_hook:handle_data_parallelism``."""
+    return kind.split(": ", 1)[0]
+
+
+def _check_name(where: Any) -> tuple[str, str]:
+    """(module, function) of a check, however it is spelled: the oracle's ``raised_in``
+    (``sglang.srt.arg_groups.parallel_hook:handle_elastic_ep``) or a ``not_checked`` entry's ``check``
+    (``srt/arg_groups/parallel_hook.py:handle_elastic_ep``, or a shorter ``parallel_hook:...``): the module
+    dotted, without ``.py`` and without SGLang's package prefix."""
+    module, _, function = (where if isinstance(where, str) else "").partition(":")
+    module = module.removesuffix(".py").replace("/", ".")
+    for prefix in ("sglang.", "srt.", "arg_groups."):
+        module = module.removeprefix(prefix)
+    return module, function
+
+
+def same_check(check: Any, raised_in: str) -> bool:
+    """Whether a ``not_checked`` entry's ``check`` (module:function) names the function SGLang raised in: the
+    same function, and the same module up to SGLang's package prefix."""
+    (m1, f1), (m2, f2) = _check_name(check), _check_name(raised_in)
+    return bool(f1) and f1 == f2 and (m1 == m2 or m1.endswith("." + m2) or m2.endswith("." + m1))
+
+
+@dataclass(frozen=True)
+class _Context:
+    defaults: dict[str, Any]  # ServerArgs field -> SGLang's default (the flag catalogue)
+    aliases: dict[str, dict[str, Any]]  # option -> the deprecated spellings SGLang keeps -> the resolver's name
+
+
+def _context(engine: Engine) -> _Context:
+    options = engine.compiled.pack.options
+    return _Context({dest: a.default for dest, a in flag_catalogue().by_dest.items()},
+                    {name: dict(o.value_aliases or {}) for name, o in options.items()})
+
+
+#: the resolver's flat names of what SGLang reports nested in ``cuda_graph_config``, by their path there
+_NESTED_BY_PATH: dict[tuple[str, ...], str] = {path[1:]: name for name, path in NESTED.items()}
+
+
+def _leaves(value: dict, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for key, item in value.items():
+        if isinstance(item, dict):
+            yield from _leaves(item, (*path, key))
+        else:
+            yield (*path, key)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def judge(request: dict, answer: dict, result: dict, ctx: _Context) -> Verdict:
+    """The class of one launch and its findings (see the module doc)."""
     if "harness_error" in answer:
-        return "harness"
+        return Verdict("harness")
     sg = answer["sglang"]
     if sg["status"] == "error" and sg.get("raised_in", "").startswith(ORACLE_STUBS):
-        return "harness"  # the oracle's stand-in for transformers failed: no verdict of SGLang's
+        return Verdict("harness")  # the oracle's stand-in for transformers failed: no verdict of SGLang's
     if result["status"] == "error":
-        if "invalid value" in result.get("error", "") and any(v in result["error"] for v in NOT_OFFERED):
-            return "not-offered"
-        return f"input error here: {_template(result['error'])}"
+        error = result.get("error", "")
+        if "invalid value" in error and any(v in error for v in NOT_OFFERED):
+            return Verdict("not-offered")
+        if sg["status"] == "error" and not result.get("internal"):
+            return Verdict("agree")  # both refuse the launch (here as bad input)
+        what = "internal error" if result.get("internal") else "input error"
+        return Verdict("extra-refusal", {f"extra-refusal: {what}: {_template(error)}": error})
     if sg["status"] == "error":
         if result["status"] == "conflict":
-            return "agree"
-        return f"SGLang refuses, we resolve: {sg['type']}: {_template(sg['message'])}"
+            return Verdict("agree")
+        where = sg.get("raised_in") or "?"
+        message = f"{sg['type']}: {sg['message']}"
+        if any(same_check(c.get("check"), where) for c in result.get("not_checked") or () if isinstance(c, dict)):
+            return Verdict("named-not-checked", {f"named-not-checked: {where}": message})
+        return Verdict("silent-miss", {f"silent-miss: {where}": message})
     if result["status"] == "conflict":
-        rules = sorted({c["rule"]["id"] for c in result["conflicts"]})
-        if set(rules) <= set(DIVERGENCE_RULES):
-            return "divergence"
-        return f"we refuse, SGLang resolves: {' + '.join(r for r in rules if r not in DIVERGENCE_RULES)}"
-    differ = sorted(f for f in fields if result["values"].get(f) != _spelled(sglang_value(sg, request, f, defaults),
-                                                                              aliases.get(f, {})))
-    if differ and _skipped_for_kernel(result, differ, sg, request, defaults):
-        return "divergence"
-    if differ:
-        return f"values differ: {', '.join(differ)}"
-    # the environment SGLang's processes get: what the request brought, with what the resolution set on top
-    expected = {**(request.get("env") or {}), **sg.get("env", {})}
-    env_differ = sorted(n for n in set(expected) | set(result.get("env", {}))
-                        if expected.get(n) != result.get("env", {}).get(n))
-    return f"environment differs: {', '.join(env_differ)}" if env_differ else "agree"
+        others = [c for c in result["conflicts"] if c["rule"]["id"] not in DIVERGENCE_RULES]
+        if not others:
+            return Verdict("divergence")
+        rules = " + ".join(sorted({c["rule"]["id"] for c in others}))
+        return Verdict("extra-refusal", {f"extra-refusal: {rules}": others[0]["message"]})
+    return _judge_values(request, sg, result, ctx)
+
+
+def _judge_values(request: dict, sg: dict, result: dict, ctx: _Context) -> Verdict:
+    """Both resolve: every field SGLang declares, every field the resolver reports and the environment."""
+    ours, declared = result["values"], sg["values"]
+    request = as_launched(request)  # what SGLang was given: its model_path is the fixture folder
+    not_decided = {e.get("field") for e in result.get("not_decided") or () if isinstance(e, dict)}
+    findings: dict[str, str] = {}
+    # what SGLang declares that the resolver does not report (cuda_graph_config leaf by leaf: the resolver
+    # reports some of its leaves under flat names, NESTED)
+    for name, value in declared.items():
+        if name == "cuda_graph_config" and isinstance(value, dict):
+            for path in _leaves(value):
+                if _NESTED_BY_PATH.get(path) not in ours:
+                    dotted = ".".join((name, *path))
+                    findings[f"field-not-reported: {dotted}"] = f"sglang: {_shown(_dig(value, path))}"
+        elif name not in ours:
+            if value == RANDOM_MARK and name in not_decided:
+                findings[f"not-decided: {name}"] = "SGLang draws it at start-up; the resolver names it not decided"
+            else:
+                findings[f"field-not-reported: {name}"] = f"sglang: {_shown(value)}"
+    # every value the resolver reports against SGLang's final one (declared, else typed, else its default)
+    differ: dict[str, tuple[Any, Any]] = {}
+    for name in sorted(ours):
+        theirs = _spelled(sglang_value(sg, request, name, ctx.defaults), ctx.aliases.get(name, {}))
+        if theirs == RANDOM_MARK and ours[name] is None and name in not_decided:
+            findings[f"not-decided: {name}"] = "SGLang draws it at start-up; the resolver names it not decided"
+        elif ours[name] != theirs:
+            differ[name] = (theirs, ours[name])
+    explained = bool(differ) and _skipped_for_kernel(result, sorted(differ), sg, request, ctx.defaults)
+    if not explained:
+        for name, (theirs, mine) in differ.items():
+            findings[f"value-differs: {name}"] = f"(sglang, ours): ({_shown(theirs)}, {_shown(mine)})"
+        # the environment SGLang's processes get: what the request brought, with what the resolution set on top
+        # (a variable the resolution removed is None there)
+        expected = {**(request.get("env") or {}), **sg.get("env", {})}
+        env = result.get("env") or {}
+        for name in sorted(set(expected) | set(env)):
+            if expected.get(name) != env.get(name):
+                findings[f"value-differs: env.{name}"] = (f"(sglang, ours): ({_shown(expected.get(name))}, "
+                                                          f"{_shown(env.get(name))})")
+    cats = {category(k) for k in findings}
+    cls = ("value-differs" if "value-differs" in cats else "field-not-reported" if "field-not-reported" in cats
+           else "divergence" if explained else "agree")
+    return Verdict(cls, findings)
+
+
+def _dig(value: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def compare(requests: list[dict], answers: dict[str, dict], results: dict[str, dict],
+            engine: Engine) -> dict[str, Verdict]:
+    """Each launch's verdict, by request id (see the module doc)."""
+    ctx = _context(engine)
+    return {r["id"]: judge(r, answers[r["id"]], results[r["id"]], ctx) for r in requests}
+
+
+def classes_of(verdicts: dict[str, Verdict]) -> dict[str, list[str]]:
+    """Request ids by class."""
+    out: dict[str, list[str]] = collections.defaultdict(list)
+    for rid, v in verdicts.items():
+        out[v.cls].append(rid)
+    return dict(out)
+
+
+def kinds_of(verdicts: dict[str, Verdict], categories: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Request ids by kind of finding (of the given categories, else all), in the requests' order."""
+    wanted = set(categories) if categories is not None else None
+    out: dict[str, list[str]] = collections.defaultdict(list)
+    for rid, v in verdicts.items():
+        for kind in v.findings:
+            if wanted is None or category(kind) in wanted:
+                out[kind].append(rid)
+    return dict(out)
+
+
+def open_gaps(verdicts: dict[str, Verdict]) -> dict[str, int]:
+    """Every failing kind of finding -> the launches that have it (what tests/test_sglang_differential.py lists)."""
+    return {kind: len(ids) for kind, ids in sorted(kinds_of(verdicts, FAILING).items())}
+
 
 
 def _spelled(value: Any, aliases: dict[str, Any]) -> Any:
@@ -601,20 +1095,6 @@ def _skipped_for_kernel(result: dict, differ: list[str], sg: dict, request: dict
     return bool(skipped) and set(differ) - skipped <= FOLLOW_THE_BACKEND
 
 
-def compare(requests: list[dict], answers: dict[str, dict], results: dict[str, dict],
-            engine: Engine) -> dict[str, list[str]]:
-    """Request ids by class (see the module doc)."""
-    fields = sorted(engine.compiled.pack.options)
-    defaults = {dest: a.default for dest, a in flag_catalogue().by_dest.items()}
-    aliases = {name: dict(o.value_aliases or {}) for name, o in engine.compiled.pack.options.items()}
-    classes: dict[str, list[str]] = collections.defaultdict(list)
-    for r in requests:
-        classes[classify(r, answers[r["id"]], results[r["id"]], fields, defaults, aliases)].append(r["id"])
-    return dict(classes)
-
-
-PASSING = ("agree", "divergence", "not-offered", "harness")
-
 
 def fix_trials(requests: list[dict], results: dict[str, dict], engine: Engine, every: int = 1) -> list[dict]:
     """Every fix the resolver lists for every ``every``-th conflicted launch, applied: one request each
@@ -632,7 +1112,8 @@ def fix_trials(requests: list[dict], results: dict[str, dict], engine: Engine, e
 
 
 def check_fixes(trials: list[dict], answers: dict[str, dict], results: dict[str, dict]) -> dict[str, list[str]]:
-    """Trial ids by class: ``accepted`` (both resolve), ``harness``, or what went wrong with the fix."""
+    """Trial ids by class: ``accepted`` (both resolve), ``harness``, or what went wrong with the fix (SGLang
+    refusing a fixed launch by a check the resolver names in ``not_checked`` is told apart)."""
     classes: dict[str, list[str]] = collections.defaultdict(list)
     for t in trials:
         answer, result = answers[t["id"]], results[t["id"]]
@@ -641,58 +1122,80 @@ def check_fixes(trials: list[dict], answers: dict[str, dict], results: dict[str,
             kind = "harness"
         elif result["status"] != "resolved":
             kind = f"the fix does not resolve here: {result['status']}"
-        elif sg["status"] == "error":
-            kind = f"SGLang refuses the fix: {sg['type']}: {_template(sg['message'])}"
+        elif sg["status"] == "error" and any(same_check(c.get("check"), sg.get("raised_in", ""))
+                                             for c in result.get("not_checked") or () if isinstance(c, dict)):
+            kind = f"SGLang refuses the fix by a check named not checked: {sg.get('raised_in')}"
+        elif sg["status"] == "error":  # by the refusing function, as silent misses are counted
+            kind = f"SGLang refuses the fix: {sg.get('raised_in')}"
         else:
             kind = "accepted"
         classes[kind].append(t["id"])
     return dict(classes)
 
 
-def report(classes: dict[str, list[str]], requests: list[dict], answers: dict, results: dict, show: int,
-           out=sys.stdout) -> int:
-    """Print the classes, commonest difference first, with ``show`` examples each; the number of differences."""
+
+#: the report's sections: a category of finding, its title, and how many examples each of its kinds shows
+#: at most (an unreported field looks the same in every launch: one example says it)
+SECTIONS = (("silent-miss", "SGLang refuses, the resolver resolves and does not name the check: by SGLang's "
+             "refusing function", None),
+            ("named-not-checked", "SGLang refuses, the resolver resolves and names the check in not_checked", None),
+            ("extra-refusal", "the resolver refuses, SGLang resolves (not a documented divergence): by rules", None),
+            ("value-differs", "values that differ: by field (env.NAME: an environment variable)", None),
+            ("field-not-reported", "fields SGLang declares that the resolver does not report", 1),
+            ("not-decided", "fields SGLang draws at start-up that the resolver names as not decided", 1))
+
+
+def report(verdicts: dict[str, Verdict], requests: list[dict], show: int, out=sys.stdout) -> int:
+    """Print the classes, then every kind of finding, commonest first, with up to ``show`` examples each;
+    the number of launches with a failing finding."""
     by_id = {r["id"]: r for r in requests}
-    total = sum(map(len, classes.values()))
-    for name in PASSING:
-        print(f"{name:<12} {len(classes.get(name, ())):>6}", file=out)
-    differences = sorted(((k, v) for k, v in classes.items() if k not in PASSING), key=lambda kv: (-len(kv[1]), kv[0]))
-    n_diff = sum(len(v) for _, v in differences)
-    print(f"{'different':<12} {n_diff:>6}  of {total} launches, {len(differences)} kinds", file=out)
-    for kind, ids in differences:
-        print(f"\n{len(ids):>5} x {kind}", file=out)
-        for rid in ids[:show]:
-            r = by_id[rid]
-            sg = answers[rid].get("sglang", {})
-            print(f"      {rid}: {r['platform']} {r['model_name']} {json.dumps(r['args'], sort_keys=True)}", file=out)
-            if kind.startswith("values differ"):
-                fields = kind.split(": ", 1)[1].split(", ")
-                res = results[rid]["values"]
-                shown = {f: (sg.get("values", {}).get(f, r["args"].get(f, "<default>")), res.get(f)) for f in fields}
-                print(f"        (sglang, ours): {shown}", file=out)
-            elif kind.startswith("environment differs"):
-                names = kind.split(": ", 1)[1].split(", ")
-                shown = {n: (sg.get("env", {}).get(n), results[rid].get("env", {}).get(n)) for n in names}
-                print(f"        (sglang, ours): {shown}", file=out)
-            elif sg.get("status") == "error":
-                print(f"        sglang: {sg['type']}: {sg['message'][:300]}", file=out)
-    return n_diff
+    total = len(verdicts)
+    classes = classes_of(verdicts)
+    for name in CLASSES:
+        n = len(classes.get(name, ()))
+        print(f"{name:<20} {n:>6}  {100 * n / max(total, 1):5.1f}%", file=out)
+    failing = sum(any(category(k) in FAILING for k in v.findings) for v in verdicts.values())
+    print(f"{'(failing findings)':<20} {failing:>6}  of {total} launches", file=out)
+    kinds = kinds_of(verdicts)
+    for cat, title, cap in SECTIONS:
+        mine = sorted(((k, ids) for k, ids in kinds.items() if category(k) == cat), key=lambda kv: (-len(kv[1]), kv[0]))
+        if not mine:
+            continue
+        print(f"\n{title}: {sum(len(ids) for _, ids in mine)} findings, {len(mine)} kinds", file=out)
+        for kind, ids in mine:
+            print(f"{len(ids):>6}  {kind.split(': ', 1)[1]}", file=out)
+            for rid in ids[:show if cap is None else min(show, cap)]:
+                r = by_id[rid]
+                print(f"          {rid}: {r['platform']} {r['model_name']} {json.dumps(r['args'], sort_keys=True)}",
+                      file=out)
+                print(f"            {verdicts[rid].findings[kind][:400]}", file=out)
+    return failing
+
+
+def format_open_gaps(verdicts: dict[str, Verdict]) -> str:
+    """open_gaps() as the Python dict literal tests/test_sglang_differential.py keeps (OPEN_GAPS)."""
+    lines = [f"    {kind!r}: {n}," for kind, n in open_gaps(verdicts).items()]
+    return "OPEN_GAPS: dict[str, int] = {\n" + "\n".join(lines) + "\n}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=20261201, help="random seed of the launches (default: %(default)s)")
     ap.add_argument("--count", type=int, default=2000, help="how many launches (default: %(default)s)")
     ap.add_argument("--oracle-python", default=default_oracle_python(),
                     help="the Python of the oracle's venv (default: $SGLANG_ORACLE_PYTHON, else ../.oracle-venv)")
     ap.add_argument("--oracle-dir", default=default_oracle_dir(),
-                    help="the oracle folder holding ask.py (default: $SGLANG_ORACLE_DIR or ../shared/oracle)")
+                    help="the oracle folder holding ask.py and full_pipeline.py "
+                         "(default: $SGLANG_ORACLE_DIR or ../shared/oracle)")
     ap.add_argument("--cache", help="a JSONL file of oracle answers kept between runs (keyed by request)")
-    ap.add_argument("--show", type=int, default=3, help="examples shown per kind of difference")
+    ap.add_argument("--show", type=int, default=3, help="examples shown per kind of finding")
+    ap.add_argument("--jobs", type=int, default=1, help="processes resolving the launches (default: %(default)s)")
     ap.add_argument("--fixes", type=int, default=0, metavar="N",
                     help="also apply every fix listed for every N-th conflicted launch and ask SGLang about each")
-    ap.add_argument("--write", help="write every launch with both answers and its class to this JSONL file")
+    ap.add_argument("--write", help="write every launch with both answers, its class and findings to this JSONL file")
+    ap.add_argument("--open-gaps", action="store_true",
+                    help="also print the failing kinds with their counts as the test's OPEN_GAPS literal")
     a = ap.parse_args(argv)
     if not a.oracle_python:
         ap.error("give --oracle-python (or set SGLANG_ORACLE_PYTHON): see the oracle's README for its venv")
@@ -700,39 +1203,55 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--count must be at least 1")
     if not os.path.isfile(os.path.join(a.oracle_dir, "ask.py")):
         ap.error(f"no ask.py in {a.oracle_dir}: give --oracle-dir (or set SGLANG_ORACLE_DIR)")
-    requests = launches(a.seed, a.count)
+    requests = launches(a.seed, a.count, model_fixtures(a.oracle_python, a.oracle_dir))
     print(f"seed {a.seed}: {len(requests)} launches; asking SGLang 0.5.23 (oracle) ...", file=sys.stderr)
     answers = ask_oracle(requests, a.oracle_python, a.oracle_dir, a.cache)
     print("asking the resolver ...", file=sys.stderr)
     engine = get_engine()
-    results = ask_resolver(requests, engine)
-    classes = compare(requests, answers, results, engine)
+    results = ask_resolver(requests, engine, a.jobs)
+    verdicts = compare(requests, answers, results, engine)
     if a.write:
-        kind = {rid: k for k, ids in classes.items() for rid in ids}
-        with open(a.write, "w", encoding="utf-8") as fh:
-            fh.writelines(json.dumps({"request": r, "sglang": answers[r["id"]], "resolver": results[r["id"]],
-                                     "class": kind[r["id"]]}) + "\n" for r in requests)
-    failed = report(classes, requests, answers, results, a.show)
+        write_verdicts(a.write, requests, answers, results, verdicts)
+    failed = report(verdicts, requests, a.show)
+    if a.open_gaps:
+        print("\n" + format_open_gaps(verdicts))
     if a.fixes > 0:
-        trials = fix_trials(requests, results, engine, a.fixes)
-        print(f"\nchecking {len(trials)} fixes with SGLang ...", file=sys.stderr)
-        fix_answers = ask_oracle([{k: v for k, v in t.items() if k != "fix"} for t in trials],
-                                 a.oracle_python, a.oracle_dir, a.cache)
-        fix_results = ask_resolver(trials, engine)
-        fix_classes = check_fixes(trials, fix_answers, fix_results)
-        by_id = {t["id"]: t for t in trials}
-        print(f"\nfixes: {len(fix_classes.get('accepted', ()))} accepted by SGLang, "
-              f"{len(fix_classes.get('harness', ()))} the oracle could not run", file=sys.stdout)
-        for kind, ids in sorted(fix_classes.items(), key=lambda kv: -len(kv[1])):
-            if kind in ("accepted", "harness"):
-                continue
-            failed += len(ids)
-            print(f"\n{len(ids):>5} x {kind}")
-            for tid in ids[:a.show]:
-                t = by_id[tid]
-                print(f"      {tid}: {t['platform']} {t['model_name']} fix {t['fix']['description']!r} -> "
-                      f"{json.dumps(t['args'], sort_keys=True)}")
+        failed += _report_fixes(requests, results, engine, a)
     return 1 if failed else 0
+
+
+def write_verdicts(path: str, requests: list[dict], answers: dict, results: dict, verdicts: dict[str, Verdict]) -> None:
+    """Every launch with both answers, its class and findings, one JSON line each."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps({"request": r, "sglang": answers[r["id"]], "resolver": results[r["id"]],
+                                  "class": verdicts[r["id"]].cls, "findings": verdicts[r["id"]].findings}) + "\n"
+                      for r in requests)
+
+
+def _report_fixes(requests: list[dict], results: dict, engine: Engine, a: argparse.Namespace) -> int:
+    """Apply the fixes of every ``a.fixes``-th conflicted launch, ask SGLang, print what it refuses; how many."""
+    trials = fix_trials(requests, results, engine, a.fixes)
+    print(f"\nchecking {len(trials)} fixes with SGLang ...", file=sys.stderr)
+    fix_answers = ask_oracle([{k: v for k, v in t.items() if k != "fix"} for t in trials],
+                             a.oracle_python, a.oracle_dir, a.cache)
+    fix_classes = check_fixes(trials, fix_answers, ask_resolver(trials, engine, a.jobs))
+    by_id = {t["id"]: t for t in trials}
+    messages = {tid: answer.get("sglang", {}).get("message", "") for tid, answer in fix_answers.items()}
+    print(f"\nfixes: {len(fix_classes.get('accepted', ()))} accepted by SGLang, "
+          f"{len(fix_classes.get('harness', ()))} the oracle could not run")
+    failed = 0
+    for kind, ids in sorted(fix_classes.items(), key=lambda kv: -len(kv[1])):
+        if kind in ("accepted", "harness"):
+            continue
+        failed += len(ids)
+        print(f"\n{len(ids):>5} x {kind}")
+        for tid in ids[:a.show]:
+            t = by_id[tid]
+            print(f"      {tid}: {t['platform']} {t['model_name']} fix {t['fix']['description']!r} -> "
+                  f"{json.dumps(t['args'], sort_keys=True)}")
+            if messages.get(tid):
+                print(f"        sglang: {messages[tid][:300]}")
+    return failed
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """``resolve --batch``: one JSON request per line in, one JSON result per line out, in order.
 
 A malformed line gives ``{"id": ..., "status": "error", "error": ...}`` and the batch goes
-on.  The exit status is the worst of the lines (internal error 3 > error 2 > conflict 1 > resolved 0).  A
+on.  The exit status is the worst of the lines (internal error 3 > error 2 > conflict 1, or SGLang checks
+not evaluated under --require-all-checks 1 > resolved 0).  A
 summary goes to stderr, so stdout stays pure JSON Lines.
 
 Each result line is written whole and flushed at once (:class:`~resolver.terminal.Output`): a
@@ -51,7 +52,8 @@ class _NotARequest(ResolverError):
 
 
 def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = True,
-                 require_known_kernels: bool = False, explain: bool = False) -> dict[str, Any]:
+                 require_known_kernels: bool = False, explain: bool = False,
+                 require_all_checks: bool = False) -> dict[str, Any]:
     """Resolve one batch line into its result object (never raises a ResolverError): the compact JSON form,
     or with ``explain`` the full one (every derivation, fact and origin), as ``resolve --format json``."""
     rid = None
@@ -61,7 +63,8 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
         except ResolverError as exc:
             raise _NotARequest(str(exc)) from None
         rid = req.get("id")
-        res = resolve_request(engine, **request_kwargs(req, strict, require_known_kernels), fixes=fixes)
+        res = resolve_request(engine, **request_kwargs(req, strict, require_known_kernels, require_all_checks),
+                              fixes=fixes)
         return {"id": rid, **to_json_dict(res, explain=explain)}
     except _NotARequest as exc:
         return {"id": None, "status": "error", "error": str(exc), _UNREADABLE: True}
@@ -88,22 +91,23 @@ def _request(line: str) -> dict[str, Any]:
     return req
 
 
-def _setup(rules: str, strict: bool, fixes: bool, require_known_kernels: bool,
-           explain: bool) -> tuple[Engine, bool, bool, bool, bool]:
+def _setup(rules: str, strict: bool, fixes: bool, require_known_kernels: bool, explain: bool,
+           require_all_checks: bool) -> tuple[Engine, bool, bool, bool, bool, bool]:
     """A worker's context (``--jobs`` > 1): the engine of the batch's rule directory and its settings."""
     from ..api import get_engine
 
-    return get_engine(rules), strict, fixes, require_known_kernels, explain
+    return get_engine(rules), strict, fixes, require_known_kernels, explain, require_all_checks
 
 
-def _resolve_numbered(context: tuple[Engine, bool, bool, bool, bool],
+def _resolve_numbered(context: tuple[Engine, bool, bool, bool, bool, bool],
                       item: tuple[int, str]) -> tuple[int, dict[str, Any]]:
-    engine, strict, fixes, require_known_kernels, explain = context
-    return item[0], resolve_line(engine, item[1], strict, fixes, require_known_kernels, explain)
+    engine, strict, fixes, require_known_kernels, explain, require_all_checks = context
+    return item[0], resolve_line(engine, item[1], strict, fixes, require_known_kernels, explain, require_all_checks)
 
 
 def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output, explain: bool = False,
-              strict: bool = False, fixes: bool = True, require_known_kernels: bool = False, jobs: int = 1) -> int:
+              strict: bool = False, fixes: bool = True, require_known_kernels: bool = False, jobs: int = 1,
+              require_all_checks: bool = False) -> int:
     """Resolve each line and write its result, in the lines' order.  ``jobs`` > 1: on that many
     processes (each loading the engine's rule directory), reading a few lines per process ahead of
     the one written; 1 (the default): each line is answered before the next is read."""
@@ -112,13 +116,13 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
     from .jobs import Progress, run_ordered
 
     out, err = Output.of(out), Output.of(err)
-    counts = {"resolved": 0, "conflict": 0, "error": 0}
+    counts = {"resolved": 0, "unchecked": 0, "conflict": 0, "error": 0}
     by_rule: dict[str, int] = {}
     worst = 0
     stopped = ""
     unreadable = 0  # lines in a row that were no request at all
     numbered = ((number, line) for number, line in enumerate(lines, 1) if line.strip())
-    settings = (strict, fixes, require_known_kernels, explain)
+    settings = (strict, fixes, require_known_kernels, explain, require_all_checks)
     with Progress("batch", unit=" lines", stream=err) as bar:
         if jobs > 1:
             results = run_ordered(_setup, (engine.pack.directory, *settings), _resolve_numbered, numbered, jobs,
@@ -133,7 +137,7 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
                         result["line"] = number
                     counts[result["status"]] += 1
                     worst = max(worst, 3 if result.get("internal") else
-                                {"resolved": 0, "conflict": 1, "error": 2}[result["status"]])
+                                {"resolved": 0, "unchecked": 1, "conflict": 1, "error": 2}[result["status"]])
                     with bar.cleared(out.isatty()):  # json.dumps escapes every control character
                         out.write_safe(json.dumps(result, sort_keys=False) + "\n")
                     for c in result.get("conflicts", ()):
@@ -150,7 +154,8 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
                         break
             except InputError as exc:  # the input is not lines at all (no newline within the caps)
                 stopped, worst = f"; stopped: {exc}", max(worst, 2)
-    err.write(f"batch: {counts['resolved']} resolved, {counts['conflict']} conflicted, "
+    unchecked = f", {counts['unchecked']} with SGLang checks not evaluated" if counts["unchecked"] else ""
+    err.write(f"batch: {counts['resolved']} resolved{unchecked}, {counts['conflict']} conflicted, "
               f"{counts['error']} failed{stopped}\n")
     if explain and by_rule:
         err.write("conflicts by rule:\n")
@@ -166,6 +171,10 @@ def _explain_line(result: dict, number: int, err: Output, options) -> None:
     name = result["id"] if result["id"] is not None else f"line {number}"
     if result["status"] == "error":
         say(f"{name}: error: {result['error']}")
+        return
+    if result["status"] == "unchecked":
+        say(f"{name}: {len(result['not_checked'])} SGLang checks not evaluated (--require-all-checks): "
+            + ", ".join(dict.fromkeys(c["check"] for c in result["not_checked"])))
         return
     say(f"{name}: conflict")
     for c in result["conflicts"]:

@@ -326,8 +326,6 @@ def test_the_table_is_sglangs_answer():
 #: missing: an entry is removed once the field is reported)
 NOT_REPORTED = {
     "cuda_graph_config": "reported split per phase as the cuda_graph_config_* fields (rules/cuda_graph_config.yaml)",
-    "mamba_radix_cache_strategy": "hybrid-Mamba launches (Qwen3-Next, Kimi-K3): needs --linear-attn-backend and the "
-                                  "overlap schedule SGLang reads at that step; not encoded yet",
 }
 
 #: launches drawn across the grid groups (speculative, MoE, parallel, PD/HiCache, quantization, recipes) and the

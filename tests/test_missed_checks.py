@@ -167,7 +167,7 @@ CASES: list[tuple[str, str, Any, dict[str, Any], dict[str, str], str | None, str
       "lora_target_modules": ["q_proj"], "lora_backend": "triton_v2", "moe_a2a_backend": "deepep", "tp_size": 4},
      {}, "conflict.moe.lora-runner-dispatch", "requires Standard dispatch"),
     # under mxfp8 SGLang replaces the runner before its LoRA checks
-    ("lora-runner-mxfp8", "sm120", FP4, {"tp_size": 8, "quantization": "mxfp8", "moe_runner_backend": "lora_cutedsl"},
+    ("lora-runner-mxfp8", "sm100", FP4, {"tp_size": 8, "quantization": "mxfp8", "moe_runner_backend": "lora_cutedsl"},
      {}, None, ""),
     ("lora-backend-v2-attn-dp", "sm90", LLAMA,
      {"tp_size": 8, "attn_dp_size": 8, "enable_lora": True, "max_lora_rank": 16, "lora_target_modules": ["q_proj"],

@@ -1,0 +1,166 @@
+"""Values the differential found the resolver reporting otherwise than SGLang 0.5.23, or not at all (issue 24):
+the cuda_graph_config leaves besides backend, max_bs and bs, the MXFP8 and online-NVFP4 MoE runners, the prefill
+graph under attention context parallelism, Waterfill's all-to-all, the hybrid-Mamba and linear-attention fields,
+the gRPC port, the image processor, the hidden-state return mode and the environment SGLang mirrors flags into.
+
+Every row was asked of the oracle (SGLang 0.5.23 on CPU, docs/parity.md) with the catalogue config;
+``test_the_table_is_sglangs_answer`` asks it again when the oracle is installed.  A field is a resolver option,
+``env.NAME`` for an environment variable, or a dotted ``cuda_graph_config`` leaf (SGLang's nesting), which the
+resolver reports under the flat name ``cuda_graph_config_<phase>_<leaf>``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from resolver.api import get_engine, resolve_request
+from resolver.catalogue import catalogue
+from tools.sglang_diff import as_launched, sglang_value
+
+from .conftest import CATALOGUE
+from .oracle import ORACLE, oracle_python
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+QWEN3_MOE = "Qwen/Qwen3-30B-A3B"
+QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+QWEN3 = "Qwen/Qwen3-8B"
+
+#: every leaf SGLang keeps per phase besides backend, max_bs and bs, with its value on a launch that types none
+UNTYPED_LEAVES = {f"cuda_graph_config.{phase}.{leaf}": ("eager" if leaf == "tc_compiler" else None)
+                  for phase in ("decode", "prefill")
+                  for leaf in ("tc_compiler", "max_seq_len", "max_context_size", "full_prefill_max_req",
+                               "full_prefill_prefix_chunk_tokens")}
+
+# (platform, model, args, env, {field: SGLang's value})
+CASES: list[tuple[str, str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
+    # --- cuda_graph_config: the leaves every launch has, and the two prefill ones flags set -----------------
+    ("sm90", LLAMA, {}, {}, UNTYPED_LEAVES),
+    ("sm90", LLAMA, {"cuda_graph_max_seq_len_prefill": 4096, "cuda_graph_prefill_max_context": 5000,
+                     "page_size": 64}, {},
+     {"cuda_graph_config.prefill.max_seq_len": 4096, "cuda_graph_config.prefill.max_context_size": 5056,
+      "cuda_graph_config.decode.max_seq_len": None, "cuda_graph_config.decode.max_context_size": None}),
+    # --disable-cuda-graph-padding captures every decode batch size
+    ("sm90", LLAMA, {"disable_cuda_graph_padding": True, "cuda_graph_max_bs_decode": 16}, {},
+     {"cuda_graph_config_decode_bs": "unpadded"}),
+    # --- attention context parallelism without a supported prefill-CP graph: no prefill graph --------------
+    ("sm90", QWEN3, {"attn_cp_size": 2, "tp_size": 2}, {},
+     {"cuda_graph_config_prefill_backend": "disabled", "mem_fraction_static": 0.834}),
+    # --- MXFP8 and online NVFP4 pick their MoE runner (overrides.py _moe_runner_backend_quant_constraints) ----
+    ("sm100", QWEN3_MOE, {"quantization": "mxfp8", "tp_size": 8}, {},
+     {"moe_runner_backend": "flashinfer_trtllm", "speculative_moe_runner_backend": "flashinfer_trtllm",
+      "disable_shared_experts_fusion": True}),
+    ("sm100", QWEN3_MOE, {"quantization": "mxfp8", "tp_size": 8, "moe_runner_backend": "triton"}, {},
+     {"moe_runner_backend": "flashinfer_trtllm"}),
+    ("sm100", QWEN3_MOE, {"quantization": "mxfp8", "tp_size": 8, "moe_runner_backend": "cutlass"}, {},
+     {"moe_runner_backend": "cutlass"}),
+    ("gfx950", QWEN3_MOE, {"quantization": "mxfp8", "tp_size": 8}, {},
+     {"moe_runner_backend": "triton", "disable_shared_experts_fusion": False}),
+    ("sm100", LLAMA, {"quantization": "nvfp4_online"}, {}, {"moe_runner_backend": "flashinfer_trtllm"}),
+    # --- Waterfill runs the DeepEP all-to-all over the TP group, with fused shared experts --------------------
+    ("sm90", QWEN3_MOE, {"enable_waterfill": True, "tp_size": 8}, {},
+     {"moe_a2a_backend": "deepep", "ep_size": 8, "enforce_shared_experts_fusion": True}),
+    # --- hybrid Mamba and linear attention ---------------------------------------------------------------
+    ("sm90", QWEN3_NEXT, {"tp_size": 4}, {},
+     {"mamba_radix_cache_strategy": "extra_buffer", "uses_mamba_radix_cache": True,
+      "linear_attn_decode_backend": None}),
+    ("sm90", QWEN3_NEXT, {"tp_size": 4, "disable_radix_cache": True}, {},
+     {"mamba_radix_cache_strategy": "auto", "uses_mamba_radix_cache": False}),
+    ("sm100", LLAMA, {"mamba_ssm_dtype": "bfloat16"}, {},
+     {"linear_attn_decode_backend": "flashinfer", "mamba_ssm_dtype": "bfloat16",
+      "env.SGLANG_MAMBA_SSM_DTYPE": "bfloat16"}),
+    ("sm90", LLAMA, {"mamba_ssm_dtype": "float16"}, {}, {"env.SGLANG_MAMBA_SSM_DTYPE": "float16"}),
+    ("sm90", LLAMA, {"enable_linear_replayssm_spec": True}, {},
+     {"mamba_ssm_dtype": "float32", "env.SGLANG_MAMBA_SSM_DTYPE": "float32"}),
+    # --- serving fields SGLang fills in ---------------------------------------------------------------------
+    ("sm90", LLAMA, {"smg_grpc_mode": True}, {}, {"grpc_port": 40000, "smg_grpc_mode": True}),
+    ("sm90", LLAMA, {"grpc_mode": True, "port": 31000}, {}, {"grpc_port": 41000, "smg_grpc_mode": True}),
+    ("sm90", LLAMA, {"disable_fast_image_processor": True}, {}, {"image_processor_backend": "pil"}),
+    ("sm90", LLAMA, {"return_hidden_states_mode": "last"}, {},
+     {"enable_return_hidden_states": True, "return_hidden_states_mode": "last"}),
+    ("sm90", LLAMA, {"enable_return_hidden_states": True}, {}, {"return_hidden_states_mode": "full"}),
+    ("sm90", LLAMA, {"debug_cuda_graph": True}, {}, {"env.SGLANG_USE_BREAKABLE_CUDA_GRAPH": "1"}),
+]
+
+#: (platform, model, args): launches SGLang refuses, which the resolver refuses too
+REFUSED: list[tuple[str, str, dict[str, Any]]] = [
+    ("sm90", LLAMA, {"cuda_graph_prefill_max_context": 200000}),  # past the model's 131,072-token context
+    ("sm90", LLAMA, {"disable_fast_image_processor": True, "image_processor_backend": "torchvision"}),
+    ("sm90", QWEN3, {"mamba_radix_cache_strategy": "extra_buffer_lazy"}),
+    ("sm100", QWEN3_NEXT, {"tp_size": 4, "linear_attn_backend": "flashinfer"}),
+    ("sm90", QWEN3_NEXT, {"tp_size": 4, "linear_attn_decode_backend": "flashkda"}),
+]
+
+
+def _flat(field: str) -> str:
+    """The resolver's name of a field: a cuda_graph_config leaf flattened, anything else as it is."""
+    if field.startswith("cuda_graph_config."):
+        return "cuda_graph_config_" + field.removeprefix("cuda_graph_config.").replace(".", "_")
+    return field
+
+
+def _ours(res: Any, field: str) -> Any:
+    if field.startswith("env."):
+        return res.env.get(field.removeprefix("env."))
+    return res.values[_flat(field)]
+
+
+@pytest.mark.parametrize("platform, model, args, env, expected", CASES)
+def test_value(platform, model, args, env, expected):
+    res = resolve_request(get_engine(), platform=platform, model=dict(CATALOGUE[model]), args=dict(args), env=env,
+                          fixes=False)
+    assert not res.conflicts, [c.message for c in res.conflicts]
+    assert {f: _ours(res, f) for f in expected} == expected
+
+
+@pytest.mark.parametrize("platform, model, args", REFUSED)
+def test_refused(platform, model, args):
+    res = resolve_request(get_engine(), platform=platform, model=dict(CATALOGUE[model]), args=dict(args),
+                          fixes=False)
+    assert res.conflicts
+
+
+def test_an_unsupported_mxfp8_runner_is_replaced_with_a_warning():
+    res = resolve_request(get_engine(), platform="sm100", model=dict(CATALOGUE[QWEN3_MOE]),
+                          args={"quantization": "mxfp8", "tp_size": 8, "moe_runner_backend": "triton"}, fixes=False)
+    assert any("mxfp8" in str(w) and "triton" in str(w) for w in res.warnings)
+
+
+def _sglang(answer: dict, request: dict, field: str) -> Any:
+    """SGLang's value of a field of the table: what a step declared, else what was typed, else SGLang's default (a
+    cuda_graph_config leaf dug out of its nesting; the decode batch list named "unpadded" when it is every size up
+    to the phase's max_bs)."""
+    values = answer["values"]
+    if field.startswith("env."):
+        return {**(request.get("env") or {}), **answer.get("env", {})}.get(field.removeprefix("env."))
+    if field.startswith("cuda_graph_config."):
+        value: Any = values["cuda_graph_config"]
+        for key in field.split(".")[1:]:
+            value = value[key]
+        return value
+    if field == "cuda_graph_config_decode_bs":
+        decode = values["cuda_graph_config"]["decode"]
+        if decode["bs"] == list(range(1, decode["max_bs"] + 1)):
+            return "unpadded"
+    defaults = {dest: flag.default for dest, flag in catalogue().by_dest.items()}
+    return sglang_value(answer, as_launched(request), field, defaults)
+
+
+def _request(n: int, platform: str, model: str, args: dict, env: dict | None = None) -> dict:
+    return {"id": f"v{n}", "platform": platform, "model": CATALOGUE[model], "args": args, "env": env or {}}
+
+
+def test_the_table_is_sglangs_answer():
+    """Ask SGLang 0.5.23 (the oracle) the table again, and the refused launches."""
+    python = oracle_python()
+    from tools.sglang_diff import ask_oracle
+
+    requests = [_request(n, p, m, a, e) for n, (p, m, a, e, _) in enumerate(CASES)]
+    refused = [_request(len(CASES) + n, p, m, a) for n, (p, m, a) in enumerate(REFUSED)]
+    answers = {rid: a["sglang"] for rid, a in ask_oracle(requests + refused, python, ORACLE).items()}
+    for r, (*_, expected) in zip(requests, CASES, strict=True):
+        got = answers[r["id"]]
+        assert got["status"] == "resolved", (r["args"], got)
+        assert {f: _sglang(got, r, f) for f in expected} == expected, r["args"]
+    for r in refused:
+        assert answers[r["id"]]["status"] == "error", r["args"]

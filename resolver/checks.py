@@ -105,10 +105,11 @@ def catalogue() -> tuple[Check, ...]:
         chosen = (entry.get("sites") or {}).get(s["handle"], entry)
         status, rules, reason = _status(chosen)
         reads = s["reads"]
+        guard = _untyped(s["guard"], chosen.get("untyped") if chosen is not entry else None)
         out.append(Check(key, s["handle"], s["module"], s["function"], s["line"], s["kind"], s["exception"],
                          s["message"],
                          tuple(reads["fields"]), tuple(reads["model"]), tuple(reads["env"]), status, rules, reason,
-                         _and(_and(s["guard"], _when(entry.get("when"))),
+                         _and(_and(guard, _when(entry.get("when"))),
                               _when(chosen.get("when")) if chosen is not entry else True)))
     return tuple(out)
 
@@ -263,11 +264,13 @@ class _Scope:
         self.architecture = archs[0] if isinstance(archs, list) and archs else UNKNOWN
         self.derived = _derived()
 
-    def field(self, name: str) -> Any:
+    def field(self, name: str, untyped: Any = UNKNOWN) -> Any:
         if name in self.decided:
             return self.decided[name]
         if name in self.typed:
             return self.typed[name]
+        if untyped is not UNKNOWN:
+            return untyped
         default = self.defaults.get(name)
         # SGLang fills an unset field it derives (device, chunked_prefill_size) with its own value
         return UNKNOWN if default is None and name in self.derived else default
@@ -309,6 +312,9 @@ def _compile(p: Any) -> Callable[[_Scope], Any]:
         return lambda scope: value
     if tag == "field":
         name = p[1]
+        if len(p) > 2:  # the value SGLang gives it before this site, when the launch does not type it
+            untyped = p[2]
+            return lambda scope: scope.field(name, untyped)
         return lambda scope: scope.field(name)
     if tag == "arch":
         return lambda scope: scope.architecture
@@ -344,7 +350,7 @@ def _compile(p: Any) -> Callable[[_Scope], Any]:
                     return settles
             return UNKNOWN if unknown else not settles
         return junction
-    if tag in ("cmp", "bin") and isinstance(p[2], tuple) and p[2][0] == "field" \
+    if tag in ("cmp", "bin") and isinstance(p[2], tuple) and p[2][0] == "field" and len(p[2]) == 2 \
             and isinstance(p[3], tuple) and p[3][0] == "const":
         # the commonest test, field against constant, without the generic operand calls
         op, name, constant = _OPERATORS[p[1]], p[2][1], p[3][1]
@@ -429,6 +435,19 @@ def _when(spec: Mapping[str, Any] | None) -> Any:
     parts: list[Any] = [["cmp", "in", ["arch"] if name == "architecture" else ["field", name], ["const", list(values)]]
                         for name, values in sorted(spec.items())]
     return parts[0] if len(parts) == 1 else ["and", *parts]
+
+
+def _untyped(guard: Any, values: Mapping[str, Any] | None) -> Any:
+    """checks.yaml's ``untyped: {field: value}`` of a site: what a field SGLang fills in itself (so unknown to a
+    launch that does not type it) holds when the site reads it (``lora_paths`` is ``[]`` by then), written into
+    the guard's reads of it as ``["field", name, value]``."""
+    if not values:
+        return guard
+    if isinstance(guard, list):
+        if guard[:1] == ["field"] and len(guard) == 2 and guard[1] in values:
+            return ["field", guard[1], values[guard[1]]]
+        return [_untyped(q, values) for q in guard]
+    return guard
 
 
 def _function_reason(checks: list[Check]) -> str:

@@ -35,6 +35,9 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
                            "checkpoint quantization method as SGLang's ModelConfig names it (fp8, mxfp4, "
                            "compressed-tensors, ...); a ModelOpt checkpoint (quant_method modelopt, or none) is named "
                            "by its quant_algo: modelopt_fp4, modelopt_fp8, modelopt_mixed, w4afp8 or mxfp8"),
+    "model.hf_quant_method": ("quantization_config.quant_method",
+                              "the quantization method config.json itself names (as model.quant_method, but never "
+                              "from hf_quant_config.json): what SGLang's per-model overrides read"),
     "model.quant_algo": ("quantization_config.quant_algo",
                          "ModelOpt quantization algorithm (NVFP4, FP8, MIXED_PRECISION, ...)"),
     "model.routed_experts_quant_method": ("quantization_config.routed_experts_quant_method",
@@ -64,12 +67,12 @@ MODEL_FACTS: dict[str, tuple[str, str]] = {
 }
 _COMPUTED = {"model.context_len", "model.architecture", "model.from_arch_only", "model.path", "model.asymmetric_kv",
              "model.num_experts", "model.has_mamba_layers", "model.has_sliding_layers", "model.quant_method",
-             "model.quant_algo", "model.routed_experts_quant_method", "model.nvfp4_moe_meta", "model.moe_w4a16_nvfp4",
-             "model.int4_group32"}
+             "model.hf_quant_method", "model.quant_algo", "model.routed_experts_quant_method", "model.nvfp4_moe_meta",
+             "model.moe_w4a16_nvfp4", "model.int4_group32"}
 
 #: facts only the per-model overrides read: a config that gives them another shape is not refused
-_OVERRIDE_FACTS = {"model.quant_method", "model.hidden_act", "model.sliding_window", "model.sliding_window_pattern",
-                   "model.num_experts_per_tok", "model.add_swa_attention_sink_bias",
+_OVERRIDE_FACTS = {"model.quant_method", "model.hf_quant_method", "model.hidden_act", "model.sliding_window",
+                   "model.sliding_window_pattern", "model.num_experts_per_tok", "model.add_swa_attention_sink_bias",
                    "model.add_full_attention_sink_bias"}
 
 _BOOL_FIELDS = {"model.learnable_sink", "model.add_swa_attention_sink_bias", "model.add_full_attention_sink_bias"}
@@ -150,6 +153,12 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
         facts["model.has_mamba_layers"] = ("mamba" in layers, _at(source, where))
         facts["model.has_sliding_layers"] = ("sliding_attention" in layers, _at(source, where))
     facts.update(_quantization_facts(*_checkpoint_quantization(config, files or {}, source)))
+    # SGLang's per-model overrides read hf_config.quantization_config (utils/common.py get_quantization_config):
+    # the method config.json names (ModelOpt's by its algorithm, as its config loader does), never
+    # hf_quant_config.json beside it
+    in_config = _quantization_facts(*_checkpoint_quantization(config, {}, source)).get("model.quant_method")
+    if in_config is not None:
+        facts["model.hf_quant_method"] = in_config
     facts["model.context_len"] = _context_len(config, source)
     head, v_head = ((_field(config, f) or (None,))[0] for f in ("head_dim", "v_head_dim"))
     facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,

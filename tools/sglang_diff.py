@@ -821,13 +821,13 @@ def _template(message: str) -> str:
 
 
 #: options SGLang reports nested: the decode graph's largest batch is cuda_graph_config.decode.max_bs, and
-#: what rules/cuda_graph_config.yaml decides per phase
+#: every other leaf rules/cuda_graph_config.yaml decides per phase is cuda_graph_config_<phase>_<leaf>
+GRAPH_LEAVES = ("backend", "max_bs", "bs", "tc_compiler", "max_seq_len", "max_context_size", "full_prefill_max_req",
+                "full_prefill_prefix_chunk_tokens")
 NESTED = {"cuda_graph_max_bs_decode": ("cuda_graph_config", "decode", "max_bs"),
-          "cuda_graph_config_decode_backend": ("cuda_graph_config", "decode", "backend"),
-          "cuda_graph_config_prefill_backend": ("cuda_graph_config", "prefill", "backend"),
-          "cuda_graph_config_prefill_max_bs": ("cuda_graph_config", "prefill", "max_bs"),
-          "cuda_graph_config_decode_bs": ("cuda_graph_config", "decode", "bs"),
-          "cuda_graph_config_prefill_bs": ("cuda_graph_config", "prefill", "bs")}
+          **{f"cuda_graph_config_{phase}_{leaf}": ("cuda_graph_config", phase, leaf)
+             for phase in ("decode", "prefill") for leaf in GRAPH_LEAVES
+             if (phase, leaf) != ("decode", "max_bs")}}
 
 
 def _prefill_buckets(max_bs: int) -> list[int]:
@@ -849,7 +849,8 @@ def _decode_batches(max_bs: int, speculative: bool) -> list[int]:
 
 #: the generators a phase's batch list comes from, by the name rules/cuda_graph_config.yaml gives them
 BATCH_LISTS = {
-    "decode": {"default": lambda m: _decode_batches(m, False), "speculative": lambda m: _decode_batches(m, True)},
+    "decode": {"default": lambda m: _decode_batches(m, False), "speculative": lambda m: _decode_batches(m, True),
+               "unpadded": lambda m: list(range(1, m + 1))},
     "prefill": {"default": _prefill_buckets,
                 "aligned8": lambda m: sorted({(b + 7) // 8 * 8 for b in _prefill_buckets(m)})},
 }

@@ -54,7 +54,7 @@ __all__ = ["cache_dir", "cached_pack", "from_data", "to_data"]
 # 2 was a pickle, 3 had one ruleset (no parts), 4 no computed values, 5 no env options, 6 no no_cli nor
 # value_alias_note, 7 no fixes_omit_only nor fixes_skip, 8 no digest and a stored ruleset, 9 no not_decided;
 # entries of other formats are never read
-_FORMAT = 10
+_FORMAT = 11
 _CODE = ("loader.py", "compiler.py", "conditions.py", "rules.py", "platforms.py", "model.py", "installed.py",
          "numbers.py", "engine_values.py", "pack_cache.py", "schema/rules.schema.json")
 _MAX_ENTRIES = 8  # one per rules directory and version in use; the shipped pack's entry is ~0.2 MB

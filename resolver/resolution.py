@@ -319,38 +319,44 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         record(session.assert_facts(order(inputs)))
         values.update({n: f.value for n, f in facts.items()})
 
+        def settle(name: str, d: Derivation, batch: list[dict]) -> None:
+            """Record a decided name, and the engine facts of it (and of its kernel verdicts) rules read."""
+            derivations[name] = d
+            facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
+            values[name] = d.value
+            if name in compiled.reads:
+                batch.append(fact(name, d.value))
+            elif not (name in pack.options and pack.options[name].opaque):
+                # no rule reads it: no fact, but a value the engine could not hold is still refused (a json
+                # option's value never reaches the engine: no rule may read it)
+                fact_fields(d.value, name)
+            role = pack.options[name].kernel_role if name in pack.options else None
+            if role:  # what the kernel adapters report about the chosen backend, as facts the rules read
+                status, why, adapter = _kernel_status(d, role, request, facts)
+                # the origin names the adapter behind the verdict (resolver.verdicts reads it)
+                origin = Origin("kernel", adapter=adapter)
+                for fname, fvalue in ((kernel_fact(name), status), (kernel_why_fact(name), why)):
+                    facts[fname] = FactUse(fname, fvalue, "kernel", origin)
+                    values[fname] = fvalue
+                    if fname in compiled.reads:
+                        batch.append(fact(fname, fvalue))
+
+        # one engine round per level (loader._engine_stages): its options and facts are decided from what has
+        # fired, then adjusted side by side; its computed values follow, in their order, from the values so far
         for level in pack.levels:
             decided: dict[str, Derivation] = {}
-            for name in order(list(level)):
+            for name in order([n for n in level if n not in pack.computes]):
                 if name in pack.facts:
                     decided[name] = _decide_fact(pack.facts[name], compiled, firings, concerning.get(name, []), facts)
-                elif name in pack.computes:
-                    decided[name] = _compute(pack.computes[name], values, facts)
                 else:
                     decided[name] = _decide_option(name, compiled, firings, concerning.get(name, []), facts, request)
-            # the names of one level read only earlier levels: their adjustments run side by side
             decided.update(_adjust_level(decided, compiled, session, facts, values, request, warnings, record, refused))
-            batch = []
+            batch: list[dict] = []
             for name, d in decided.items():
-                derivations[name] = d
-                facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
-                values[name] = d.value
-                if name in compiled.reads:
-                    batch.append(fact(name, d.value))
-                elif not (name in pack.options and pack.options[name].opaque):
-                    # no rule reads it: no fact, but a value the engine could not hold is still refused (a json
-                    # option's value never reaches the engine: no rule may read it)
-                    fact_fields(d.value, name)
-                role = pack.options[name].kernel_role if name in pack.options else None
-                if role:  # what the kernel adapters report about the chosen backend, as facts the rules read
-                    status, why, adapter = _kernel_status(d, role, request, facts)
-                    # the origin names the adapter behind the verdict (resolver.verdicts reads it)
-                    origin = Origin("kernel", adapter=adapter)
-                    for fname, fvalue in ((kernel_fact(name), status), (kernel_why_fact(name), why)):
-                        facts[fname] = FactUse(fname, fvalue, "kernel", origin)
-                        values[fname] = fvalue
-                        if fname in compiled.reads:
-                            batch.append(fact(fname, fvalue))
+                settle(name, d, batch)
+            for name in level:
+                if name in pack.computes:
+                    settle(name, _compute(pack.computes[name], values, facts), batch)
             record(session.assert_facts(order(batch)))
 
     conflicts = []

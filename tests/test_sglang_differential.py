@@ -11,7 +11,7 @@ findings that fail a run of the tool (silent misses, extra refusals, value diffe
 are listed below, each with the launches of the sample that have it today: the test fails when a kind of finding
 not listed appears, when a listed one grows, and when a listed one is gone (then delete its line), so the lists
 only shrink as rules and reports are mended.  ``python tools/sglang_diff.py --open-gaps`` prints the list as it
-stands; ``--fixes 8`` the fixes SGLang refuses.
+stands; ``--fixes 4`` the fixes SGLang refuses.
 """
 from __future__ import annotations
 
@@ -28,75 +28,33 @@ from tools import sglang_diff
 from .conftest import ROOT
 from .oracle import ORACLE, oracle_python
 
-SEED, COUNT = 20261201, 2000
+SEED, COUNT = 20261201, 500
 
 #: kind of failing finding -> the launches of the sample that have it today (an upper bound)
 OPEN_GAPS: dict[str, int] = {
-    'extra-refusal: conflict.eplb.needs-ep': 1,
-    'field-not-reported: cuda_graph_config.decode.full_prefill_max_req': 594,
-    'field-not-reported: cuda_graph_config.decode.full_prefill_prefix_chunk_tokens': 594,
-    'field-not-reported: cuda_graph_config.decode.max_context_size': 594,
-    'field-not-reported: cuda_graph_config.decode.max_seq_len': 594,
-    'field-not-reported: cuda_graph_config.decode.tc_compiler': 594,
-    'field-not-reported: cuda_graph_config.prefill.full_prefill_max_req': 594,
-    'field-not-reported: cuda_graph_config.prefill.full_prefill_prefix_chunk_tokens': 594,
-    'field-not-reported: cuda_graph_config.prefill.max_context_size': 594,
-    'field-not-reported: cuda_graph_config.prefill.max_seq_len': 594,
-    'field-not-reported: cuda_graph_config.prefill.tc_compiler': 594,
-    'field-not-reported: enable_dp_attention_local_control_broadcast': 1,
-    'field-not-reported: enable_return_hidden_states': 4,
-    'field-not-reported: grpc_port': 6,
-    'field-not-reported: image_processor_backend': 2,
-    'field-not-reported: mamba_radix_cache_strategy': 3,
-    'field-not-reported: mamba_ssm_dtype': 1,
-    'field-not-reported: mooncake_ib_device': 4,
-    'field-not-reported: return_hidden_states_mode': 5,
-    'field-not-reported: smg_grpc_mode': 2,
-    'silent-miss: sglang.srt.arg_groups.attention_hook:handle_linear_attn_backend': 2,
-    'silent-miss: sglang.srt.arg_groups.layernorm_sp_hook:validate_layernorm_sp': 2,
-    'silent-miss: sglang.srt.arg_groups.lora_hook:check_lora_server_args': 3,
-    'silent-miss: sglang.srt.arg_groups.model_hook:handle_mamba_radix_cache': 3,
-    'silent-miss: sglang.srt.configs.model_config:_validate_quantize_and_serve_config': 1,
-    'silent-miss: sglang.srt.kernel_plugins.amd.binding:handle_amd_monokernel': 2,
-    'value-differs: attention_backend': 4,
     'value-differs: attn_dp_size': 1,
-    'value-differs: chunked_prefill_size': 2,
-    'value-differs: cuda_graph_config_decode_backend': 2,
-    'value-differs: cuda_graph_config_decode_bs': 6,
-    'value-differs: cuda_graph_config_prefill_backend': 3,
-    'value-differs: cuda_graph_config_prefill_bs': 4,
-    'value-differs: cuda_graph_max_bs_decode': 5,
+    'value-differs: chunked_prefill_size': 1,
+    'value-differs: cuda_graph_config_decode_backend': 1,
+    'value-differs: cuda_graph_config_decode_bs': 2,
+    'value-differs: cuda_graph_config_prefill_backend': 1,
+    'value-differs: cuda_graph_config_prefill_bs': 2,
+    'value-differs: cuda_graph_max_bs_decode': 2,
     'value-differs: disable_cuda_graph': 1,
-    'value-differs: disable_radix_cache': 1,
-    'value-differs: enable_deterministic_inference': 5,
     'value-differs: enable_dp_lm_head': 1,
-    'value-differs: enforce_shared_experts_fusion': 1,
+    'value-differs: enforce_disable_flashinfer_allreduce_fusion': 2,
     'value-differs: env.NCCL_GRAPH_REGISTER': 1,
-    'value-differs: env.SGLANG_ENABLE_DETERMINISTIC_INFERENCE': 5,
-    'value-differs: env.SGLANG_FLASHINFER_MOE_FUSED_FINALIZE': 5,
-    'value-differs: env.SGLANG_MAMBA_SSM_DTYPE': 2,
     'value-differs: env.SGLANG_SCHEDULER_SKIP_ALL_GATHER': 1,
-    'value-differs: env.SGLANG_USE_BREAKABLE_CUDA_GRAPH': 1,
-    'value-differs: env.SGLANG_VLM_CACHE_SIZE_MB': 5,
     'value-differs: ep_size': 1,
-    'value-differs: flashinfer_allreduce_fusion_backend': 1,
-    'value-differs: mem_fraction_static': 11,
-    'value-differs: moe_a2a_backend': 1,
+    'value-differs: mem_fraction_static': 4,
     'value-differs: moe_dense_tp_size': 1,
-    'value-differs: quantization': 4,
-    'value-differs: remote_instance_weight_loader_start_seed_via_transfer_engine': 2,
-    'value-differs: sampling_backend': 3,
+    'value-differs: remote_instance_weight_loader_start_seed_via_transfer_engine': 1,
     'value-differs: schedule_conservativeness': 1,
-    'value-differs: speculative_use_rejection_sampling': 1,
 }
 
-#: SGLang's refusing function -> the applied fixes (every 8th refused launch's) it refuses today (an upper
+#: SGLang's refusing function -> the applied fixes (every 4th refused launch's) it refuses today (an upper
 #: bound): the fixed launch trips a check the resolver does not model (the original launch was refused for
 #: another reason too), a silent miss in disguise
-FIX_OPEN_GAPS: dict[str, int] = {
-    'sglang.srt.configs.model_config:_validate_quantize_and_serve_config': 2,
-    'sglang.srt.kernel_plugins.amd.binding:handle_amd_monokernel': 2,
-}
+FIX_OPEN_GAPS: dict[str, int] = {}
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +99,8 @@ def test_the_sample_draws_the_whole_catalogue_on_every_fixture(comparison):
     fixtures, requests, _answers, _results, _verdicts = comparison
     drawn = {k for r in requests for k in r["args"]}
     missing = set(sglang_diff.catalogue_draws()) - drawn
-    assert len(missing) < 20, sorted(missing)
+    # 500 launches of about five flags leave some 45 of the 447 flags undrawn; 2,000 draw nearly all
+    assert len(missing) < 60, sorted(missing)
     assert {r["platform"] for r in requests} == set(sglang_diff.PLATFORMS)
     assert {r["model_name"] for r in requests} == {f.name for f in fixtures}
     assert any(n.startswith("oracle:") for n in (f.name for f in fixtures))
@@ -187,12 +146,12 @@ def test_divergences_are_documented(comparison):
 
 
 def test_every_fix_listed_is_accepted_by_sglang(comparison):
-    """Every 8th launch the resolver refuses: each fix it lists, applied, resolves here and SGLang accepts it,
+    """Every 4th launch the resolver refuses: each fix it lists, applied, resolves here and SGLang accepts it,
     but for the refusals of FIX_OPEN_GAPS."""
     _fixtures, requests, _answers, results, _verdicts = comparison
     engine = get_engine()
-    trials = sglang_diff.fix_trials(requests, results, engine, every=8)
-    assert len(trials) > 100
+    trials = sglang_diff.fix_trials(requests, results, engine, every=4)
+    assert len(trials) > 50
     fix_answers = sglang_diff.ask_oracle([{k: v for k, v in t.items() if k != "fix"} for t in trials],
                                          oracle_python(), ORACLE)
     fix_classes = sglang_diff.check_fixes(trials, fix_answers, sglang_diff.ask_resolver(trials, engine))

@@ -28,27 +28,15 @@ from tools import sglang_diff
 from .conftest import ROOT
 from .oracle import ORACLE, oracle_python
 
-SEED, COUNT = 20261201, 500
+SEED, COUNT = 20261201, 300
 
 #: kind of failing finding -> the launches of the sample that have it today (an upper bound)
 OPEN_GAPS: dict[str, int] = {
-    'value-differs: attn_dp_size': 1,
-    'value-differs: chunked_prefill_size': 1,
-    'value-differs: cuda_graph_config_decode_backend': 1,
-    'value-differs: cuda_graph_config_decode_bs': 2,
-    'value-differs: cuda_graph_config_prefill_backend': 1,
+    'value-differs: cuda_graph_config_decode_bs': 1,
     'value-differs: cuda_graph_config_prefill_bs': 2,
-    'value-differs: cuda_graph_max_bs_decode': 2,
-    'value-differs: disable_cuda_graph': 1,
-    'value-differs: enable_dp_lm_head': 1,
-    'value-differs: enforce_disable_flashinfer_allreduce_fusion': 2,
-    'value-differs: env.NCCL_GRAPH_REGISTER': 1,
-    'value-differs: env.SGLANG_SCHEDULER_SKIP_ALL_GATHER': 1,
-    'value-differs: ep_size': 1,
-    'value-differs: mem_fraction_static': 4,
-    'value-differs: moe_dense_tp_size': 1,
-    'value-differs: remote_instance_weight_loader_start_seed_via_transfer_engine': 1,
-    'value-differs: schedule_conservativeness': 1,
+    'value-differs: cuda_graph_max_bs_decode': 1,
+    'value-differs: enforce_disable_flashinfer_allreduce_fusion': 1,
+    'value-differs: mem_fraction_static': 2,
 }
 
 #: SGLang's refusing function -> the applied fixes (every 4th refused launch's) it refuses today (an upper
@@ -99,8 +87,8 @@ def test_the_sample_draws_the_whole_catalogue_on_every_fixture(comparison):
     fixtures, requests, _answers, _results, _verdicts = comparison
     drawn = {k for r in requests for k in r["args"]}
     missing = set(sglang_diff.catalogue_draws()) - drawn
-    # 500 launches of about five flags leave some 45 of the 447 flags undrawn; 2,000 draw nearly all
-    assert len(missing) < 60, sorted(missing)
+    # 300 launches of about five flags leave some 80 of the 447 flags undrawn; 2,000 draw nearly all
+    assert len(missing) < 100, sorted(missing)
     assert {r["platform"] for r in requests} == set(sglang_diff.PLATFORMS)
     assert {r["model_name"] for r in requests} == {f.name for f in fixtures}
     assert any(n.startswith("oracle:") for n in (f.name for f in fixtures))
@@ -151,7 +139,7 @@ def test_every_fix_listed_is_accepted_by_sglang(comparison):
     _fixtures, requests, _answers, results, _verdicts = comparison
     engine = get_engine()
     trials = sglang_diff.fix_trials(requests, results, engine, every=4)
-    assert len(trials) > 50
+    assert len(trials) > 30
     fix_answers = sglang_diff.ask_oracle([{k: v for k, v in t.items() if k != "fix"} for t in trials],
                                          oracle_python(), ORACLE)
     fix_classes = sglang_diff.check_fixes(trials, fix_answers, sglang_diff.ask_resolver(trials, engine))

@@ -25,6 +25,7 @@ LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 QWEN3_MOE = "Qwen/Qwen3-30B-A3B"
 QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
 QWEN3 = "Qwen/Qwen3-8B"
+GLM45 = "zai-org/GLM-4.5"
 
 #: every leaf SGLang keeps per phase besides backend, max_bs and bs, with its value on a launch that types none
 UNTYPED_LEAVES = {f"cuda_graph_config.{phase}.{leaf}": ("eager" if leaf == "tc_compiler" else None)
@@ -80,6 +81,13 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
      {"enable_return_hidden_states": True, "return_hidden_states_mode": "last"}),
     ("sm90", LLAMA, {"enable_return_hidden_states": True}, {}, {"return_hidden_states_mode": "full"}),
     ("sm90", LLAMA, {"debug_cuda_graph": True}, {}, {"env.SGLANG_USE_BREAKABLE_CUDA_GRAPH": "1"}),
+    # --- DWDP forces its layout (parallel_hook.py handle_dwdp), typed values too ----------------------------
+    ("sm86", GLM45, {"dwdp_size": 4, "tp_size": 4, "page_size": 16}, {},
+     {"attn_dp_size": 4, "ep_size": 4, "enable_dp_lm_head": True, "moe_dense_tp_size": 1, "disable_cuda_graph": True,
+      "cuda_graph_config_decode_backend": "disabled", "chunked_prefill_size": 1024, "schedule_conservativeness": 0.3,
+      "mem_fraction_static": 0.815, "env.SGLANG_SCHEDULER_SKIP_ALL_GATHER": "True", "env.NCCL_GRAPH_REGISTER": None}),
+    ("sm90", GLM45, {"dwdp_size": 8, "tp_size": 8, "attn_dp_size": 2, "moe_a2a_backend": "deepep"}, {},
+     {"attn_dp_size": 8, "ep_size": 8, "moe_a2a_backend": "none", "moe_dp_size": 1}),
 ]
 
 #: (platform, model, args): launches SGLang refuses, which the resolver refuses too

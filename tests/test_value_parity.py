@@ -16,7 +16,7 @@ import pytest
 
 from resolver.api import get_engine, resolve_request
 from resolver.catalogue import catalogue
-from tools.sglang_diff import as_launched, sglang_value
+from tools.sglang_diff import ORACLE_DRAFT_DIR, as_launched, sglang_value
 
 from .conftest import CATALOGUE
 from .oracle import ORACLE, oracle_python
@@ -88,6 +88,16 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
       "mem_fraction_static": 0.815, "env.SGLANG_SCHEDULER_SKIP_ALL_GATHER": "True", "env.NCCL_GRAPH_REGISTER": None}),
     ("sm90", GLM45, {"dwdp_size": 8, "tp_size": 8, "attn_dp_size": 2, "moe_a2a_backend": "deepep"}, {},
      {"attn_dp_size": 8, "ep_size": 8, "moe_a2a_backend": "none", "moe_dp_size": 1}),
+    # --- the auxiliary hidden-state capture: the algorithm names the convention and is reset (no draft) --------
+    ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE3"}, {},
+     {"speculative_algorithm": None, "aux_hidden_state_capture": "eagle3", "return_hidden_states_mode": "full",
+      "mem_fraction_static": 0.83}),
+    ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "DFLASH",
+                     "return_aux_hidden_state_layer_ids": [1, 2]}, {},
+     {"speculative_algorithm": None, "aux_hidden_state_capture": "dflash"}),
+    ("sm100", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "DSPARK",
+                      "return_aux_hidden_state_layer_ids": [3], "tp_size": 2}, {},
+     {"speculative_algorithm": None, "aux_hidden_state_capture": "dspark", "mem_fraction_static": 0.854}),
 ]
 
 #: (platform, model, args): launches SGLang refuses, which the resolver refuses too
@@ -97,6 +107,11 @@ REFUSED: list[tuple[str, str, dict[str, Any]]] = [
     ("sm90", QWEN3, {"mamba_radix_cache_strategy": "extra_buffer_lazy"}),
     ("sm100", QWEN3_NEXT, {"tp_size": 4, "linear_attn_backend": "flashinfer"}),
     ("sm90", QWEN3_NEXT, {"tp_size": 4, "linear_attn_decode_backend": "flashkda"}),
+    ("sm90", QWEN3, {"enable_return_aux_hidden_states": True}),
+    ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE"}),
+    ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE3", "pp_size": 2}),
+    ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE3",
+                     "speculative_draft_model_path": ORACLE_DRAFT_DIR}),
 ]
 
 

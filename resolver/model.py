@@ -152,13 +152,13 @@ def model_facts(config: dict[str, Any] | None = None, arch: str | None = None,
             layers = []
         facts["model.has_mamba_layers"] = ("mamba" in layers, _at(source, where))
         facts["model.has_sliding_layers"] = ("sliding_attention" in layers, _at(source, where))
-    facts.update(_quantization_facts(*_checkpoint_quantization(config, files or {}, source)))
+    qc, where, read_from = _checkpoint_quantization(config, files or {}, source)
+    facts.update(_quantization_facts(qc, where, read_from))
     # SGLang's per-model overrides read hf_config.quantization_config (utils/common.py get_quantization_config):
     # the method config.json names (ModelOpt's by its algorithm, as its config loader does), never
     # hf_quant_config.json beside it
-    in_config = _quantization_facts(*_checkpoint_quantization(config, {}, source)).get("model.quant_method")
-    if in_config is not None:
-        facts["model.hf_quant_method"] = in_config
+    if read_from == source and "model.quant_method" in facts:
+        facts["model.hf_quant_method"] = facts["model.quant_method"]
     facts["model.context_len"] = _context_len(config, source)
     head, v_head = ((_field(config, f) or (None,))[0] for f in ("head_dim", "v_head_dim"))
     facts["model.asymmetric_kv"] = (head is not None and v_head is not None and head != v_head,

@@ -81,6 +81,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
      {"enable_return_hidden_states": True, "return_hidden_states_mode": "last"}),
     ("sm90", LLAMA, {"enable_return_hidden_states": True}, {}, {"return_hidden_states_mode": "full"}),
     ("sm90", LLAMA, {"debug_cuda_graph": True}, {}, {"env.SGLANG_USE_BREAKABLE_CUDA_GRAPH": "1"}),
+    ("sm90", LLAMA, {"mm_feature_transport": "cuda_ipc"}, {}, {"mm_feature_transport": "cuda_ipc"}),
     # --- DWDP forces its layout (parallel_hook.py handle_dwdp), typed values too ----------------------------
     ("sm86", GLM45, {"dwdp_size": 4, "tp_size": 4, "page_size": 16}, {},
      {"attn_dp_size": 4, "ep_size": 4, "enable_dp_lm_head": True, "moe_dense_tp_size": 1, "disable_cuda_graph": True,
@@ -108,6 +109,11 @@ REFUSED: list[tuple[str, str, dict[str, Any]]] = [
     ("sm100", QWEN3_NEXT, {"tp_size": 4, "linear_attn_backend": "flashinfer"}),
     ("sm90", QWEN3_NEXT, {"tp_size": 4, "linear_attn_decode_backend": "flashkda"}),
     ("sm90", QWEN3, {"enable_return_aux_hidden_states": True}),
+    # the multimodal feature pools: CUDA only, CUDA VMM without PP, CUDA IPC on one node
+    ("gfx942", LLAMA, {"mm_feature_transport": "cuda_ipc"}),
+    ("gfx942", LLAMA, {"mm_feature_transport": "cuda_vmm"}),
+    ("sm90", LLAMA, {"mm_feature_transport": "cuda_vmm", "pp_size": 2}),
+    ("sm90", LLAMA, {"mm_feature_transport": "cuda_ipc", "nnodes": 2, "tp_size": 16}),
     ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE"}),
     ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE3", "pp_size": 2}),
     ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE3",

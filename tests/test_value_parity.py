@@ -114,6 +114,9 @@ REFUSED: list[tuple[str, str, dict[str, Any]]] = [
     ("gfx942", LLAMA, {"mm_feature_transport": "cuda_vmm"}),
     ("sm90", LLAMA, {"mm_feature_transport": "cuda_vmm", "pp_size": 2}),
     ("sm90", LLAMA, {"mm_feature_transport": "cuda_ipc", "nnodes": 2, "tp_size": 16}),
+    # the AMD monokernel on an NVIDIA GPU (on ROCm it depends on the plugin installed: not encoded)
+    ("sm90", LLAMA, {"enable_amd_monokernel": True}),
+    ("sm100", LLAMA, {"enable_amd_monokernel": True}),
     ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE"}),
     ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE3", "pp_size": 2}),
     ("sm90", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "EAGLE3",

@@ -34,7 +34,7 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from .compiler import SINK, CompiledPack, fact_keys, part_ruleset
 from .conditions import Atom
@@ -125,11 +125,6 @@ def _fire(native, handle: int, facts: list[dict]) -> list[Firing]:
     return out
 
 
-def _fact_key(fact: dict) -> tuple:
-    """The key :func:`resolver.compiler.fact_keys` gives the facts a branch matches."""
-    return ("val", fact["o"]) if fact["t"] == "val" else ("adj", fact["o"])
-
-
 #: one branch as seen from one of its facts: that fact's constant tests, and each other value fact it
 #: reads with the number of its tests in the matcher's table of tests (an adjustment's own ``adj`` fact
 #: changes from round to round: never among them)
@@ -187,7 +182,8 @@ class DurableMatcher:
         self._cases = tuple(_cases(compiled, part, table) for part in compiled.parts)
         self._tests = tuple(table)  # test tuple number -> the tests
         # (part, fact key, engine value) -> the other facts of each case whose tests of the fact hold
-        self._own: dict[tuple, tuple[tuple[tuple[str, int], ...], ...]] = {}
+        # (True: a case reading no other fact, so the fact is always taken)
+        self._own: dict[tuple, tuple[tuple[tuple[str, int], ...], ...] | Literal[True]] = {}
         self._passes: dict[tuple[int, Any], bool] = {}  # (test tuple number, engine value) -> they hold
         self._host = _quiet_host(mod)
         # set_rulesets mutates its argument (P12); the ruleset is plain JSON, and a JSON round
@@ -210,25 +206,30 @@ class DurableMatcher:
         cases = self._own.get(memo)
         if cases is None:
             values = {fact["o"]: fact_value(fact)}
-            cases = tuple(others for tests, others in self._cases[part].get(key, ())
-                          if all(a.holds(values) for a in tests))
+            found = tuple(others for tests, others in self._cases[part].get(key, ())
+                          if all(a.test(values) for a in tests))
+            # a case that reads no other fact takes the fact whatever else is known
+            cases = True if any(not others for others in found) else found
             if len(self._own) > 100_000:  # typed values are unbounded: keep the memo small
                 self._own.clear()
             self._own[memo] = cases
+        if cases is True:
+            return True
         return any(self._viable(others, known, spelled) for others in cases)
 
     def _viable(self, others: tuple[tuple[str, int], ...], known: dict[str, Any], spelled: dict[str, Any]) -> bool:
         """Whether each other fact of a branch that is already known passes the branch's tests of it
         (memoised by the tests and the engine's spelling of the value)."""
+        passes = self._passes
         for name, number in others:
             if name in spelled:
                 memo = (number, spelled[name])
-                holds = self._passes.get(memo)
+                holds = passes.get(memo)
                 if holds is None:
-                    holds = all(a.holds(known) for a in self._tests[number])
-                    if len(self._passes) > 100_000:
-                        self._passes.clear()
-                    self._passes[memo] = holds
+                    holds = all(a.test(known) for a in self._tests[number])
+                    if len(passes) > 100_000:
+                        passes.clear()
+                    passes[memo] = holds
                 if not holds:
                     return False
         return True
@@ -316,12 +317,13 @@ class _DurableSession:
             if f["t"] == "val":
                 known[f["o"]] = fact_value(f)
                 spelled[f["o"]] = f.get("v")
+        route, taken = self.m._route, self.m._taken
         for f in facts:
-            key = _fact_key(f)
+            key = (f["t"], f["o"])  # as compiler.fact_keys names the facts a branch matches: ("val" | "adj", name)
             payload = None  # the engine only serialises it: one copy serves every part
-            for i in self.m._route.get(key, ()):
+            for i in route.get(key, ()):
                 # a part none of whose branches can ever match the fact is not sent it
-                if self.m._taken(i, key, f, known, spelled):
+                if taken(i, key, f, known, spelled):
                     payload = payload or dict(f, sid=self.sid)
                     batches.setdefault(i, []).append(payload)
         out: list[Firing] = []
@@ -361,9 +363,13 @@ class ReferenceMatcher:
         self.compiled = compiled
         self.needs: dict[str, int] = {}  # branch -> how many facts it matches
         self.by_fact: dict[tuple, list[str]] = {}
+        # branch -> its tests (Atom.test) and the names it reads, worked out once
+        self.tests: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {}
         for key, b in compiled.branches.items():
             facts = fact_keys(b)
             self.needs[key] = len(facts)
+            names = tuple(dict.fromkeys(n for a in b.atoms for n in a.names()))
+            self.tests[key] = (tuple(a.test for a in b.atoms), names)
             for f in facts:
                 self.by_fact.setdefault(f, []).append(key)
 
@@ -399,15 +405,29 @@ class _ReferenceSession:
                 if self.missing[key] == 0:
                     ready.append((key, own))
         out: list[Firing] = []
+        values, tests = self.vals, self.m.tests
         for key, own in ready:
-            b = self.branches[key]
-            values: dict[str, Any] = self.vals
-            if own is not None:
-                values = dict(self.vals)
-                values[own[0]] = own[1]
-            if all(a.holds(values) for a in b.atoms):
-                read = {n: values.get(n) for a in b.atoms for n in a.names()}
-                if own is not None:
-                    read.setdefault(own[0], own[1])
-                out.append((key, read))
+            checks, names = tests[key]
+            if own is None:
+                if all(t(values) for t in checks):
+                    out.append((key, {n: values.get(n) for n in names}))
+                continue
+            # an adjustment's step reads its option's current value (the adj fact) in place of the option's
+            # value fact: put it there for this branch only
+            option, current = own
+            before = values.get(option, _ABSENT)
+            values[option] = current
+            try:
+                if all(t(values) for t in checks):
+                    read = {n: values.get(n) for n in names}
+                    read.setdefault(option, current)
+                    out.append((key, read))
+            finally:
+                if before is _ABSENT:
+                    del values[option]
+                else:
+                    values[option] = before
         return out
+
+
+_ABSENT = object()

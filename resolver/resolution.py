@@ -322,8 +322,8 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         def settle(name: str, d: Derivation, batch: list[dict]) -> None:
             """Record a decided name, and the engine facts of it (and of its kernel verdicts) rules read."""
             derivations[name] = d
-            facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
             values[name] = d.value
+            facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
             if name in compiled.reads:
                 batch.append(fact(name, d.value))
             elif not (name in pack.options and pack.options[name].opaque):
@@ -343,20 +343,26 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
 
         # one engine round per level (loader._engine_stages): its options and facts are decided from what has
         # fired, then adjusted side by side; its computed values follow, in their order, from the values so far
-        for level in pack.levels:
+        typed_now = {n for n, v in request.args.items() if v is not None}
+        for plan in _level_plans(compiled):
+            # most options of a level nobody typed and no default rule proposed: their declared defaults, the
+            # same in every resolution (a _Settled each), recorded at once; the rest are decided one by one
+            busy = plan.quiet.keys() & (concerning.keys() | typed_now)
+            derivations.update(plan.derivations)
+            values.update(plan.values)
+            facts.update(plan.uses)
+            batch = [f for n, f in plan.engine_facts if n not in busy] if busy else list(plan.facts_only)
             decided: dict[str, Derivation] = {}
-            for name in order([n for n in level if n not in pack.computes]):
+            for name in order([*busy, *plan.decide]):
                 if name in pack.facts:
                     decided[name] = _decide_fact(pack.facts[name], compiled, firings, concerning.get(name, []), facts)
                 else:
                     decided[name] = _decide_option(name, compiled, firings, concerning.get(name, []), facts, request)
             decided.update(_adjust_level(decided, compiled, session, facts, values, request, warnings, record, refused))
-            batch: list[dict] = []
             for name, d in decided.items():
                 settle(name, d, batch)
-            for name in level:
-                if name in pack.computes:
-                    settle(name, _compute(pack.computes[name], values, facts), batch)
+            for name in plan.computes:
+                settle(name, _compute(pack.computes[name], values, facts, compiled), batch)
             record(session.assert_facts(order(batch)))
 
     conflicts = []
@@ -436,11 +442,15 @@ def _decide_fact(rule: Fact, compiled, firings, fired: list[str], facts) -> Deri
     return Derivation(rule.name, False, "derived", rule.ref, f"no branch of this rule matched: {rule.doc}")
 
 
-def _compute(rule: Compute, values: dict[str, Any], facts) -> Derivation:
+def _compute(rule: Compute, values: dict[str, Any], facts, compiled: CompiledPack) -> Derivation:
     """A computed value (SGLang's arithmetic and cross-setting comparisons, worked out here and
     asserted as a fact the engine tests against constants: docs/evidence.md, P3)."""
+    reads = compiled.memo.setdefault("resolution.compute_reads", {})
+    names = reads.get(rule.name)
+    if names is None:  # the names an expression reads never change: ordered once per pack
+        names = reads[rule.name] = tuple(_ordered(rule.value.names))
     return Derivation(rule.name, rule.value.evaluate(values), "computed", rule.ref, rule.doc,
-                      tuple(facts[n] for n in _ordered(rule.value.names)))
+                      tuple(facts[n] for n in names))
 
 
 def _kernel_status(d: Derivation, role: str, request: Request, facts) -> tuple[str, str, str | None]:
@@ -561,6 +571,65 @@ class _Adjusting:
                           d.candidates, tuple(self.done))
 
 
+@dataclass(frozen=True)
+class _LevelPlan:
+    """What :func:`run` does with one engine round of the pack, worked out once per pack.
+
+    ``quiet``: the options of the level with no adjustment and no kernel verdict, each with its declared
+    default's derivation, fact use and engine fact (None when no rule reads it); an option no default rule
+    proposed and nobody typed ends there in every resolution.  ``decide``: the level's derived facts and other
+    options, decided one by one; ``computes``: its computed values, in order."""
+
+    quiet: dict[str, tuple[Derivation, FactUse, dict | None]]
+    decide: tuple[str, ...]
+    computes: tuple[str, ...]
+
+    @cached_property
+    def derivations(self) -> dict[str, Derivation]:
+        return {n: q[0] for n, q in self.quiet.items()}
+
+    @cached_property
+    def values(self) -> dict[str, Any]:
+        return {n: q[0].value for n, q in self.quiet.items()}
+
+    @cached_property
+    def uses(self) -> dict[str, FactUse]:
+        return {n: q[1] for n, q in self.quiet.items()}
+
+    @cached_property
+    def engine_facts(self) -> tuple[tuple[str, dict], ...]:
+        return tuple((n, q[2]) for n, q in self.quiet.items() if q[2] is not None)
+
+    @cached_property
+    def facts_only(self) -> tuple[dict, ...]:
+        return tuple(f for _, f in self.engine_facts)
+
+
+def _level_plans(compiled: CompiledPack) -> tuple[_LevelPlan, ...]:
+    known = compiled.memo.get("resolution.plans")
+    if known is None:
+        pack, plans = compiled.pack, []
+        for level in pack.levels:
+            quiet, decide = {}, []
+            for name in level:
+                option = pack.options.get(name)
+                if option is None or option.kernel_role or compiled.adjust_steps.get(name):
+                    if name not in pack.computes:
+                        decide.append(name)
+                    continue
+                d = _declared_default(option, compiled)
+                engine_fact = None
+                # a declared default the engine cannot hold is refused (a json option's never reaches it)
+                if not option.opaque:
+                    fields = fact_fields(d.value, name)
+                    if name in compiled.reads:
+                        engine_fact = {"id": f"v:{name}", "t": "val", "o": name, **fields}
+                quiet[name] = (d, FactUse(name, d.value, d.source, _origin(d, None)), engine_fact)
+            plans.append(_LevelPlan(quiet, tuple(decide), tuple(n for n in level if n in pack.computes)))
+        known = compiled.memo["resolution.plans"] = tuple(plans)
+    return known
+
+
 def _declared_default(option, compiled: CompiledPack) -> Derivation:
     """The derivation of an option no default rule set: the same in every resolution (built once per pack)."""
     known = compiled.memo.setdefault("resolution.declared", {})
@@ -666,9 +735,18 @@ def _origin_typed(name: str, request: Request) -> Origin:
     return Origin("flag", where=f"{flag}{'' if isinstance(value, bool) else ' ' + format_value(value)}")
 
 
-def _origin(d: Derivation, request: Request) -> Origin:
+def _origin(d: Derivation, request: Request | None) -> Origin:
     if d.source == "user":
+        assert request is not None  # noqa: S101 - a typed value's derivation always comes with its request
         return _origin_typed(d.name, request)
-    if d.source == "derived":
-        return Origin("rule", "derived" if d.value else "no-match", rule=d.rule)
-    return Origin("rule", d.source, rule=d.rule)  # default, fallback, adjustment, computed
+    how = ("derived" if d.value else "no-match") if d.source == "derived" else d.source
+    key = (how, d.rule)
+    origin = _RULE_ORIGINS.get(key)
+    if origin is None:  # default, fallback, adjustment, computed, derived: one per rule and kind (frozen)
+        if len(_RULE_ORIGINS) > 100_000:
+            _RULE_ORIGINS.clear()
+        origin = _RULE_ORIGINS[key] = Origin("rule", how, rule=d.rule)
+    return origin
+
+
+_RULE_ORIGINS: dict[tuple[str, RuleRef | None], Origin] = {}

@@ -92,3 +92,32 @@ def test_constants_the_engine_holds_are_kept():
     assert parse_condition("x < 1e-4").branches[0][0].value == 0.0001  # written without an exponent: 0.0001
     assert parse_condition("x == 9007199254740992").branches[0][0].value == 2**53
     assert parse_condition('x == "名前 😀"').branches[0][0].value == "名前 😀"
+
+
+_VALUES = (None, True, False, 0, 1, 2, -1, 1.0, 0.5, 2.5, "", "1", "true", "a", "b", "fp8_e4m3")
+_CONSTANTS = (True, False, 0, 1, 2, 1.0, 0.5, "1", "true", "a", "fp8_e4m3")
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge", "in", "notin", "join"])
+def test_compiled_test_answers_as_holds(op):
+    """Atom.test (the matcher's and the screening's closure) gives Atom.holds' answer for every pairing of
+    fact value and constant, null and both none_ok settings included."""
+    if op in ("in", "notin"):
+        constants: tuple = (("a", "b"), (1, True), (0, 0.5, "1"), (False,), (2, 2.0))
+    elif op == "join":
+        constants = ("other",)
+    elif op in ("lt", "le", "gt", "ge"):  # an ordered test compares with a number (the parser's rule)
+        constants = (0, 1, 2, 1.0, 0.5, -1)
+    else:
+        constants = _CONSTANTS
+    checked = 0
+    for c in constants:
+        for none_ok in (False, True):
+            atom = Atom("x", op, c, none_ok)
+            for v in _VALUES:
+                for w in (_VALUES if op == "join" else (None,)):
+                    values = {"x": v, "other": w}
+                    assert atom.test(values) == atom.holds(values), (atom, v, w)
+                    checked += 1
+            assert atom.test({}) == atom.holds({})
+    assert checked > 100

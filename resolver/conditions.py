@@ -27,16 +27,16 @@ encode to UTF-8 and are shorter than 16 MiB.  Others are refused with their colu
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from .errors import InputError
 from .numbers import engine_value
 
 __all__ = ["MAX_BRANCHES", "MAX_EXPRESSION_CHARS", "MAX_EXPRESSION_DEPTH", "TRUE", "Atom", "Condition",
-           "ConditionError", "parse_condition", "parse_tree"]
+           "ConditionError", "compiled_test", "parse_condition", "parse_tree"]
 
 _ORDERED = {"lt", "le", "gt", "ge"}
 _NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "in": "notin", "notin": "in"}
@@ -101,13 +101,6 @@ class Atom:
             return self.none_ok  # a non-number is "no value" to an ordered test, so negation stays exact
         return {"lt": v < self.value, "le": v <= self.value, "gt": v > self.value, "ge": v >= self.value}[self.op]
 
-    @cached_property
-    def test(self) -> Callable[[dict[str, Any]], bool]:
-        """:meth:`holds` as a closure with the operator and constant worked out once: the same answer for
-        every value (tests/unit/test_conditions.py), for the loops that test atoms by the million (the
-        reference matcher, the fix search's screening)."""
-        return _compiled(self)
-
     def names(self) -> tuple[str, ...]:
         return (self.name, self.value) if self.op == "join" else (self.name,)
 
@@ -123,7 +116,10 @@ class Atom:
         return f"{self.name} {_SYMBOL[self.op]} {_lit(self.value)}"
 
 
-def _compiled(atom: Atom) -> Callable[[dict[str, Any]], bool]:
+def compiled_test(atom: Atom) -> Callable[[dict[str, Any]], bool]:
+    """:meth:`Atom.holds` as a closure with the operator and constant worked out once: the same answer for
+    every value (tests/unit/test_conditions.py), for the loops that test atoms by the million (the reference
+    matcher in the fix search's screening)."""
     name, op, c, none_ok = atom.name, atom.op, atom.value, atom.none_ok
     if op == "join":
         return lambda values: (v := values.get(name)) is not None and _same(v, values.get(c))
@@ -144,14 +140,18 @@ def _compiled(atom: Atom) -> Callable[[dict[str, Any]], bool]:
         if op == "in":
             return lambda values: none_ok if (v := values.get(name)) is None else inside(v)
         return lambda values: none_ok if (v := values.get(name)) is None else not inside(v)
-    order = {"lt": lambda v: v < c, "le": lambda v: v <= c, "gt": lambda v: v > c, "ge": lambda v: v >= c}[op]
+    compare = _ORDER[op]
 
     def ordered(values: dict[str, Any]) -> bool:
         v = values.get(name)
         if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
             return none_ok  # a non-number is "no value" to an ordered test
-        return order(v)
+        return compare(v, c)
     return ordered
+
+
+_ORDER: dict[str, Callable[[Any, Any], bool]] = {"lt": operator.lt, "le": operator.le, "gt": operator.gt,
+                                                 "ge": operator.ge}
 
 
 def _same(a: Any, b: Any) -> bool:

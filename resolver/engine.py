@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 from .compiler import SINK, CompiledPack, fact_keys, part_ruleset
-from .conditions import Atom
+from .conditions import Atom, compiled_test
 from .engine_values import fact_value
 from .errors import EngineError, UnsupportedPythonError
 from .terminal import signals_deferred
@@ -207,7 +207,7 @@ class DurableMatcher:
         if cases is None:
             values = {fact["o"]: fact_value(fact)}
             found = tuple(others for tests, others in self._cases[part].get(key, ())
-                          if all(a.test(values) for a in tests))
+                          if all(a.holds(values) for a in tests))
             # a case that reads no other fact takes the fact whatever else is known
             cases = True if any(not others for others in found) else found
             if len(self._own) > 100_000:  # typed values are unbounded: keep the memo small
@@ -226,7 +226,7 @@ class DurableMatcher:
                 memo = (number, spelled[name])
                 holds = passes.get(memo)
                 if holds is None:
-                    holds = all(a.test(known) for a in self._tests[number])
+                    holds = all(a.holds(known) for a in self._tests[number])
                     if len(passes) > 100_000:
                         passes.clear()
                     passes[memo] = holds
@@ -363,13 +363,12 @@ class ReferenceMatcher:
         self.compiled = compiled
         self.needs: dict[str, int] = {}  # branch -> how many facts it matches
         self.by_fact: dict[tuple, list[str]] = {}
-        # branch -> its tests (Atom.test) and the names it reads, worked out once
+        # branch -> its tests (conditions.compiled_test) and the names it reads, worked out when it is first
+        # tested (a one-shot CLI call tests none: it builds this matcher but resolves on durable-rules)
         self.tests: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {}
         for key, b in compiled.branches.items():
             facts = fact_keys(b)
             self.needs[key] = len(facts)
-            names = tuple(dict.fromkeys(n for a in b.atoms for n in a.names()))
-            self.tests[key] = (tuple(a.test for a in b.atoms), names)
             for f in facts:
                 self.by_fact.setdefault(f, []).append(key)
 
@@ -407,7 +406,12 @@ class _ReferenceSession:
         out: list[Firing] = []
         values, tests = self.vals, self.m.tests
         for key, own in ready:
-            checks, names = tests[key]
+            found = tests.get(key)
+            if found is None:
+                atoms = self.branches[key].atoms
+                found = tests[key] = (tuple(compiled_test(a) for a in atoms), tuple(dict.fromkeys(n for a in atoms
+                                                                                      for n in a.names())))
+            checks, names = found
             if own is None:
                 if all(t(values) for t in checks):
                     out.append((key, {n: values.get(n) for n in names}))

@@ -345,8 +345,8 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         # fired, then adjusted side by side; its computed values follow, in their order, from the values so far
         typed_now = {n for n, v in request.args.items() if v is not None}
         for plan in _level_plans(compiled):
-            # most options of a level nobody typed and no default rule proposed: their declared defaults, the
-            # same in every resolution (a _Settled each), recorded at once; the rest are decided one by one
+            # most names of a level are quiet (an option nobody typed and no default proposed, a derived fact no
+            # branch of its rule matched): the same in every resolution, recorded at once; the rest one by one
             busy = plan.quiet.keys() & (concerning.keys() | typed_now)
             derivations.update(plan.derivations)
             values.update(plan.values)
@@ -439,6 +439,10 @@ def _decide_fact(rule: Fact, compiled, firings, fired: list[str], facts) -> Deri
     if hits:
         read = firings[hits[0]]
         return Derivation(rule.name, True, "derived", rule.ref, rule.doc, tuple(facts[n] for n in _ordered(read)))
+    return _unmatched(rule)
+
+
+def _unmatched(rule: Fact) -> Derivation:
     return Derivation(rule.name, False, "derived", rule.ref, f"no branch of this rule matched: {rule.doc}")
 
 
@@ -575,10 +579,11 @@ class _Adjusting:
 class _LevelPlan:
     """What :func:`run` does with one engine round of the pack, worked out once per pack.
 
-    ``quiet``: the options of the level with no adjustment and no kernel verdict, each with its declared
-    default's derivation, fact use and engine fact (None when no rule reads it); an option no default rule
-    proposed and nobody typed ends there in every resolution.  ``decide``: the level's derived facts and other
-    options, decided one by one; ``computes``: its computed values, in order."""
+    ``quiet``: the level's derived facts, and its options with no adjustment and no kernel verdict, each with
+    the derivation, fact use and engine fact (None when no rule reads it) it has when nothing concerns it (no
+    branch of a fact's rule matched; nobody typed an option and no default rule proposed a value for it): the
+    same in every resolution.  ``decide``: the level's other options, decided one by one; ``computes``: its
+    computed values, in order."""
 
     quiet: dict[str, tuple[Derivation, FactUse, dict | None]]
     decide: tuple[str, ...]
@@ -613,14 +618,17 @@ def _level_plans(compiled: CompiledPack) -> tuple[_LevelPlan, ...]:
             quiet, decide = {}, []
             for name in level:
                 option = pack.options.get(name)
-                if option is None or option.kernel_role or compiled.adjust_steps.get(name):
+                if name in pack.facts:
+                    d = _unmatched(pack.facts[name])
+                elif option is None or option.kernel_role or compiled.adjust_steps.get(name):
                     if name not in pack.computes:
                         decide.append(name)
                     continue
-                d = _declared_default(option, compiled)
+                else:
+                    d = _declared_default(option, compiled)
                 engine_fact = None
                 # a declared default the engine cannot hold is refused (a json option's never reaches it)
-                if not option.opaque:
+                if not (option and option.opaque):
                     fields = fact_fields(d.value, name)
                     if name in compiled.reads:
                         engine_fact = {"id": f"v:{name}", "t": "val", "o": name, **fields}

@@ -94,3 +94,16 @@ def plugins(tmp_path, monkeypatch):
     for name in modules:
         sys.modules.pop(name, None)
     reload_registry()
+
+
+#: the test files that take longest (measured with --durations; a minute or more of CPU each), collected first:
+#: the test command spreads whole files over its workers in collection order, and a long file collected last
+#: leaves the other worker idle while it runs
+LONG_FILES = ("test_parity.py", "test_lint_sweep.py", "test_sglang_differential.py", "test_lint.py",
+              "test_declared_fields.py", "test_load.py", "test_properties.py", "test_memory.py", "test_moe_kernels.py",
+              "test_matrix.py", "test_missed_checks.py", "test_sglang_roundtrip.py", "test_env.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order

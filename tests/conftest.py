@@ -96,12 +96,15 @@ def plugins(tmp_path, monkeypatch):
     reload_registry()
 
 
-#: the test files that take longest (measured with --durations; a minute or more of CPU each), collected first:
-#: the test command spreads whole files over its workers in collection order, and a long file collected last
-#: leaves the other worker idle while it runs
-LONG_FILES = ("test_parity.py", "test_lint_sweep.py", "test_sglang_differential.py", "test_lint.py",
-              "test_declared_fields.py", "test_load.py", "test_properties.py", "test_memory.py", "test_moe_kernels.py",
-              "test_matrix.py", "test_missed_checks.py", "test_sglang_roundtrip.py", "test_env.py")
+#: the test files that take longest, longest first (measured with --durations on 2 cores; from two minutes of CPU
+#: down to about ten seconds each), collected before the rest: the test command spreads whole files over its
+#: workers in collection order, and a long file collected last leaves the other worker idle while it runs
+LONG_FILES = ("test_lint_sweep.py", "test_sglang_differential.py", "test_parity.py", "test_declared_fields.py",
+              "test_properties.py", "test_pack_cache.py", "test_jobs.py", "test_lint.py", "test_load.py",
+              "test_missed_checks.py", "test_memory.py", "test_engine.py", "test_moe_kernels.py", "test_matrix.py",
+              "test_moe_a2a.py", "test_adversarial_retest.py", "test_sglang_roundtrip.py", "test_env.py",
+              "test_diff.py", "test_pd_hicache.py", "test_moe_overrides.py", "test_split.py", "test_speculative.py",
+              "test_engine_limits.py", "test_value_parity.py", "test_detect.py")
 
 
 def pytest_collection_modifyitems(items):

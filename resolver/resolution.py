@@ -322,8 +322,8 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         def settle(name: str, d: Derivation, batch: list[dict]) -> None:
             """Record a decided name, and the engine facts of it (and of its kernel verdicts) rules read."""
             derivations[name] = d
-            values[name] = d.value
             facts[name] = FactUse(name, d.value, d.source, _origin(d, request))
+            values[name] = d.value
             if name in compiled.reads:
                 batch.append(fact(name, d.value))
             elif not (name in pack.options and pack.options[name].opaque):
@@ -611,6 +611,7 @@ class _LevelPlan:
 
 
 def _level_plans(compiled: CompiledPack) -> tuple[_LevelPlan, ...]:
+    """The plan of each engine round of the pack (built on first use, kept with the compiled pack)."""
     known = compiled.memo.get("resolution.plans")
     if known is None:
         pack, plans = compiled.pack, []

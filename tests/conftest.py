@@ -97,8 +97,9 @@ def plugins(tmp_path, monkeypatch):
 
 
 #: the test files that take longest, longest first (measured with --durations on 2 cores; from two minutes of CPU
-#: down to about ten seconds each), collected before the rest: the test command spreads whole files over its
-#: workers in collection order, and a long file collected last leaves the other worker idle while it runs
+#: down to about ten seconds each), collected before the rest: the test command hands whole files to its workers
+#: in collection order (--no-loadscope-reorder, pyproject.toml), and a long file handed out last leaves the other
+#: worker idle while it runs
 LONG_FILES = ("test_lint_sweep.py", "test_sglang_differential.py", "test_parity.py", "test_declared_fields.py",
               "test_properties.py", "test_pack_cache.py", "test_jobs.py", "test_lint.py", "test_load.py",
               "test_missed_checks.py", "test_memory.py", "test_engine.py", "test_moe_kernels.py", "test_matrix.py",

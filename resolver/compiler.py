@@ -9,6 +9,13 @@ Facts in the engine (one per name, asserted once per resolution, never retracted
   the first step in order that fired (one fact per round, not one per step: facts are what
   the engine spends its time on).
 
+The matcher adds ``"b"``, the name's bucket (:func:`fact_bucket`), to every fact it asserts, and
+every pattern tests it between ``t`` and ``o``.  The engine keeps the tests that follow one test
+in an open-addressing hash set of 512 slots and probes it once per property of each fact: with
+every fact name right after ``t`` the set was three quarters full and a fact cost the engine
+three times as much as in a small ruleset (measured; docs/performance.md).  Buckets keep every
+such set nearly empty.
+
 ``v`` is the value as a type-tagged string (absent for null, so ``== null`` is ``$nex``) and
 ``n`` the number, for numbers only (:mod:`resolver.engine_values`): equality, ``in`` and joins
 test ``v``; ordered tests test ``n``.
@@ -29,6 +36,7 @@ and the split changes nothing that fires.
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -40,7 +48,7 @@ from .numbers import engine_value
 from .rules import Adjust, Conflict, Default, Fact, RulePack
 
 __all__ = ["SINK", "SINK_RULE", "CompiledBranch", "CompiledPack", "EngineNetwork", "NetworkLoad", "check_safe_subset",
-           "compile_pack", "durable_rule", "emit_ruleset", "fact_keys", "part_ruleset"]
+           "compile_pack", "durable_rule", "emit_ruleset", "fact_bucket", "fact_keys", "part_ruleset"]
 
 SINK = "_sink"
 #: P7: durable-rules refuses a fact that no rule's tests let through.  The matcher asserts into a
@@ -51,6 +59,9 @@ SINK = "_sink"
 #: (A sink whose second pattern never completes took facts without firing, but crashed
 #: delete_state on random packs.)
 SINK_RULE = {"all": [{"f": {"$and": [{"$or": [{"t": "val"}, {"t": "adj"}]}, {"s": 1}]}}], "run": SINK}
+#: buckets of fact names (:func:`fact_bucket`): few enough that the tests after ``t`` stay few, many
+#: enough that each bucket's names do too (the shipped pack reads some 700 names)
+FACT_BUCKETS = 32
 _ANCHOR = Atom("platform.name", "ne", None, False)  # always true: every resolution has a platform
 _OTHER = "s:\x00other"  # in the limit check: a fact string that no rule names
 
@@ -94,6 +105,12 @@ class CompiledBranch:
     rule: Fact | Default | Adjust | Conflict
     atoms: tuple[Atom, ...]
     adj_step: int | None  # for an adjustment: its place among its option's steps
+
+
+def fact_bucket(name: str) -> int:
+    """The bucket of the fact ``name``: a pattern's test between its kind and its name (the module
+    docstring says why); the same in every process."""
+    return zlib.crc32(name.encode("utf-8", "surrogatepass")) % FACT_BUCKETS
 
 
 def fact_keys(b: CompiledBranch) -> tuple[tuple, ...]:
@@ -245,10 +262,7 @@ def _patterns(atoms: tuple[Atom, ...], adj_option: str | None) -> list[dict]:
         pending.remove(name)
         alias = f"p{len(aliases)}"
         aliases[name] = alias
-        if name == adj_option:
-            tests: list[dict] = [{"t": "adj"}, {"o": name}]
-        else:
-            tests = [{"t": "val"}, {"o": name}]
+        tests: list[dict] = [{"t": "adj" if name == adj_option else "val"}, {"b": fact_bucket(name)}, {"o": name}]
         for a in by_name[name]:
             tests.append({"v": {aliases[a.value]: "v"}} if a.op == "join" else _test(a))
         patterns.append({alias: {"$and": tests}})
@@ -361,6 +375,8 @@ def _show(node: _Test) -> str:
         return f"a join on '{node.name}'"
     if node.prop == "t":
         return "every fact"
+    if node.prop == "b":
+        return f"the facts of bucket {node.const}"
     if node.prop == "o":
         return f"'{node.name}'"
     shown = node.const
@@ -493,7 +509,8 @@ class EngineNetwork:
         parent.hashed += 1
         self.load.tests_after = max(self.load.tests_after, parent.hashed)
         if parent.hashed == ENGINE_MAX_TESTS_AFTER + 1:
-            what = "different facts are tested" if parent.prop == "t" else f"different tests follow {_show(parent)}"
+            what = ("different facts are tested" if parent.prop in ("t", "b")
+                    else f"different tests follow {_show(parent)}")
             self._problem(key, f"{parent.hashed} {what} (each value of an `in` list and each `==` between facts "
                                f"counts); durable-rules 2.0.28 takes at most {ENGINE_MAX_TESTS_AFTER} and loops "
                                "forever past that")
@@ -508,9 +525,10 @@ class EngineNetwork:
 
     def check_pending(self) -> None:
         for kind in (t for t in self.root.shared.values() if t.prop == "t" and t.op == "eq"):
-            facts = [{"t": kind.const, "o": "\x00"}]  # a fact no rule tests
-            for fact_node in (t for t in kind.shared.values() if t.prop == "o" and t.op == "eq"):
-                facts += _candidates(kind.const, fact_node)
+            facts: list[dict] = [{"t": kind.const, "b": 0, "o": "\x00"}]  # a fact no rule tests
+            for bucket in (t for t in kind.shared.values() if t.prop == "b" and t.op == "eq"):
+                for fact_node in (t for t in bucket.shared.values() if t.prop == "o" and t.op == "eq"):
+                    facts += _candidates(kind.const, bucket.const, fact_node)
             for fact in facts:
                 found = self._overflow(self.root, fact, 0)
                 if found is not None:
@@ -560,7 +578,7 @@ def _holds(test: _Test, fact: dict) -> bool:
     return {"lt": value < const, "lte": value <= const, "gt": value > const, "gte": value >= const}[test.op]
 
 
-def _candidates(kind: str, fact_node: _Test) -> list[dict]:
+def _candidates(kind: str, bucket: int, fact_node: _Test) -> list[dict]:
     """Facts that differ in every way the tests after ``fact_node`` can tell apart."""
     consts: dict[str, set] = {}
     seen: set[int] = set()
@@ -584,7 +602,7 @@ def _candidates(kind: str, fact_node: _Test) -> list[dict]:
     values: list[dict] = [{}, {"v": other}, {"v": "b:true"}, {"v": "b:false"}]
     values += [{"v": c} for c in sorted(tagged) if not c.startswith("n:")]
     values += [{"v": constant(x), "n": x} for x in points]
-    return [{"t": kind, "o": fact_node.const, **v} for v in values]
+    return [{"t": kind, "b": bucket, "o": fact_node.const, **v} for v in values]
 
 
 def _number(text: str) -> int | float:

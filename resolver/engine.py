@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from .compiler import SINK, CompiledPack, fact_keys, part_ruleset
+from .compiler import SINK, CompiledPack, fact_bucket, fact_keys, part_ruleset
 from .conditions import Atom, compiled_test
 from .engine_values import fact_value
 from .errors import EngineError, UnsupportedPythonError
@@ -178,6 +178,7 @@ class DurableMatcher:
                     if parts[-1:] != [i]:
                         parts.append(i)
         self._route = {f: tuple(parts) for f, parts in route.items()}
+        self._buckets = {name: fact_bucket(name) for _, name in route}  # every pattern tests its fact's bucket
         table: dict[tuple[Atom, ...], int] = {}
         self._cases = tuple(_cases(compiled, part, table) for part in compiled.parts)
         self._tests = tuple(table)  # test tuple number -> the tests
@@ -317,14 +318,14 @@ class _DurableSession:
             if f["t"] == "val":
                 known[f["o"]] = fact_value(f)
                 spelled[f["o"]] = f.get("v")
-        route, taken = self.m._route, self.m._taken
+        route, taken, buckets = self.m._route, self.m._taken, self.m._buckets
         for f in facts:
             key = (f["t"], f["o"])  # as compiler.fact_keys names the facts a branch matches: ("val" | "adj", name)
             payload = None  # the engine only serialises it: one copy serves every part
             for i in route.get(key, ()):
                 # a part none of whose branches can ever match the fact is not sent it
                 if taken(i, key, f, known, spelled):
-                    payload = payload or dict(f, sid=self.sid)
+                    payload = payload or dict(f, sid=self.sid, b=buckets[f["o"]])
                     batches.setdefault(i, []).append(payload)
         out: list[Firing] = []
         for i in sorted(batches):  # parts in a fixed order: the same facts always make the same calls

@@ -93,10 +93,11 @@ def ruleset_of(whens: list[str]) -> dict:
 
 
 def fact(name: str, value: Any) -> dict:
-    """A fact as resolver/resolution.py builds it, without the resolver's checks (probes go past them),
+    """A fact as resolver/resolution.py builds it and the matcher sends it (with its bucket), without the
+    resolver's checks (probes go past them),
     flagged for the sink (``s``) as the matcher flags a fact no rule lets through: a probe's facts
     walk the whole network, sink included, as the heaviest real fact does."""
-    f: dict[str, Any] = {"id": f"v:{name}", "t": "val", "o": name, "s": 1}
+    f: dict[str, Any] = {"id": f"v:{name}", "t": "val", "b": compiler.fact_bucket(name), "o": name, "s": 1}
     if value is not None:
         f["v"] = constant(value)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -34,7 +34,7 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any
 
 from .compiler import SINK, CompiledPack, fact_bucket, fact_keys, part_ruleset
 from .conditions import Atom, compiled_test
@@ -125,12 +125,6 @@ def _fire(native, handle: int, facts: list[dict]) -> list[Firing]:
     return out
 
 
-#: one branch as seen from one of its facts: that fact's constant tests, and each other value fact it
-#: reads with the number of its tests in the matcher's table of tests (an adjustment's own ``adj`` fact
-#: changes from round to round: never among them)
-_Case = tuple[tuple[Atom, ...], tuple[tuple[str, int], ...]]
-
-
 def _tests_on(b, name: str) -> tuple[Atom, ...]:
     """The constant tests ``b`` makes of the fact ``name`` (an adjustment's tests of its own option are on
     its ``adj`` fact, which fact_keys names instead of a "val" one)."""
@@ -138,22 +132,6 @@ def _tests_on(b, name: str) -> tuple[Atom, ...]:
     if any(a.op == "join" and name in (a.name, a.value) for a in b.atoms):
         tests += (Atom(name, "ne", None, False),)  # a joined fact needs a value: a null one is refused
     return tests
-
-
-def _cases(compiled: CompiledPack, part: tuple[str, ...], table: dict[tuple[Atom, ...], int]
-           ) -> dict[tuple, tuple[_Case, ...]]:
-    """Per engine fact of one part: the branches that read it, each as a :data:`_Case` (equal ones once;
-    those that read no other fact first).  ``table`` numbers each distinct tuple of tests."""
-    out: dict[tuple, dict[_Case, None]] = {}
-    for key in part:
-        b = compiled.branches[key]
-        facts = fact_keys(b)
-        tests = {f: _tests_on(b, f[1]) for f in facts}
-        for f in facts:
-            others = tuple((g[1], table.setdefault(tests[g], len(table))) for g in facts
-                           if g != f and g[0] == "val" and tests[g])
-            out.setdefault(f, {})[(tests[f], others)] = None
-    return {f: tuple(sorted(cases, key=lambda c: len(c[1]))) for f, cases in out.items()}
 
 
 class DurableMatcher:
@@ -179,13 +157,17 @@ class DurableMatcher:
                         parts.append(i)
         self._route = {f: tuple(parts) for f, parts in route.items()}
         self._buckets = {name: fact_bucket(name) for _, name in route}  # every pattern tests its fact's bucket
-        table: dict[tuple[Atom, ...], int] = {}
-        self._cases = tuple(_cases(compiled, part, table) for part in compiled.parts)
-        self._tests = tuple(table)  # test tuple number -> the tests
-        # (part, fact key, engine value) -> the other facts of each case whose tests of the fact hold
-        # (True: a case reading no other fact, so the fact is always taken)
-        self._own: dict[tuple, tuple[tuple[tuple[str, int], ...], ...] | Literal[True]] = {}
-        self._passes: dict[tuple[int, Any], bool] = {}  # (test tuple number, engine value) -> they hold
+        # fact -> (branch key, its part, its tests of the fact) of each branch that reads it
+        readers: dict[tuple, list[tuple[str, int, tuple[Atom, ...]]]] = {}
+        for i, part in enumerate(compiled.parts):
+            for key in part:
+                b = compiled.branches[key]
+                for f in fact_keys(b):
+                    readers.setdefault(f, []).append((key, i, _tests_on(b, f[1])))
+        self._readers = {f: tuple(r) for f, r in readers.items()}
+        # memos by the engine's own spelling of a value (type-tagged: 1 and true differ): _screen
+        self._passing: dict[tuple, frozenset[str]] = {}  # (part, fact key, value) -> branches whose tests hold
+        self._failing: dict[tuple, frozenset[str]] = {}  # (value fact key, value) -> branches whose tests fail
         self._host = _quiet_host(mod)
         # set_rulesets mutates its argument (P12); the ruleset is plain JSON, and a JSON round
         # trip copies it several times faster than deepcopy (it is on every launch's path)
@@ -195,45 +177,25 @@ class DurableMatcher:
             self._host.set_rulesets(json.loads(json.dumps(rulesets)))
         self._handles = tuple(self._host.get_ruleset(name)._handle for name in self._rulesets)
 
-    def _taken(self, part: int, key: tuple, fact: dict, known: dict[str, Any], spelled: dict[str, Any]) -> bool:
-        """Whether some branch of ``part`` could still match ``fact``: its tests of ``fact`` hold, and so do
-        its tests of every other value fact it reads that is already ``known`` (asserted or in this batch;
-        ``spelled``: the same values as the engine spells them).
-        Value facts are asserted once and never change, so a branch one of whose known facts fails its
-        tests can never match, and a fact only such branches read is not asserted: durable-rules would
-        refuse a fact no pattern lets through (P7), and one that can never complete a match costs the
-        engine as much as one that does (three in four facts, before this screen)."""
-        memo = (part, key, fact.get("v"))  # the engine's own spelling of the value: type-tagged, so 1 and true differ
-        cases = self._own.get(memo)
-        if cases is None:
-            values = {fact["o"]: fact_value(fact)}
-            found = tuple(others for tests, others in self._cases[part].get(key, ())
-                          if all(a.holds(values) for a in tests))
-            # a case that reads no other fact takes the fact whatever else is known
-            cases = True if any(not others for others in found) else found
-            if len(self._own) > 100_000:  # typed values are unbounded: keep the memo small
-                self._own.clear()
-            self._own[memo] = cases
-        if cases is True:
-            return True
-        return any(self._viable(others, known, spelled) for others in cases)
-
-    def _viable(self, others: tuple[tuple[str, int], ...], known: dict[str, Any], spelled: dict[str, Any]) -> bool:
-        """Whether each other fact of a branch that is already known passes the branch's tests of it
-        (memoised by the tests and the engine's spelling of the value)."""
-        passes = self._passes
-        for name, number in others:
-            if name in spelled:
-                memo = (number, spelled[name])
-                holds = passes.get(memo)
-                if holds is None:
-                    holds = all(a.holds(known) for a in self._tests[number])
-                    if len(passes) > 100_000:
-                        passes.clear()
-                    passes[memo] = holds
-                if not holds:
-                    return False
-        return True
+    def _screen(self, key: tuple, fact: dict) -> None:
+        """Memoise, for one value of the fact ``key``, the branches of each part whose tests of it hold and
+        (for a value fact) every branch whose tests of it fail."""
+        v = fact.get("v")
+        if len(self._passing) > 100_000:  # typed values are unbounded: keep the memos small
+            self._passing.clear()
+            self._failing.clear()
+        values = {fact["o"]: fact_value(fact)}
+        passing: dict[int, set[str]] = {i: set() for i in self._route[key]}
+        failing: set[str] = set()
+        for branch, part, tests in self._readers[key]:
+            if all(a.holds(values) for a in tests):
+                passing[part].add(branch)
+            else:
+                failing.add(branch)
+        for part, branches in passing.items():
+            self._passing[(part, key, v)] = frozenset(branches)
+        if key[0] == "val":  # an adjustment's own fact changes from round to round: it rules nothing out
+            self._failing[(key, v)] = frozenset(failing)
 
     def close(self) -> None:
         """Delete the host's rulesets from durable-rules, freeing their C memory (idempotent).
@@ -306,26 +268,49 @@ class _DurableSession:
     def __init__(self, matcher: DurableMatcher, sid: str):
         self.m, self.sid = matcher, sid
         self.sent: dict[int, list[dict]] = {}  # part -> the facts of this resolution asserted into it
-        self.known: dict[str, Any] = {}  # value fact -> its value, from every batch so far
-        self.spelled: dict[str, Any] = {}  # the same, as the engine spells it (its "v", None for null)
+        # branches that can no longer match: a value fact they read, asserted so far, fails their tests
+        self.dead: set[str] = set()
 
     def assert_facts(self, facts: list[dict]) -> list[Firing]:
+        """Assert ``facts`` into each part with a branch that could still match them; the matches they complete.
+
+        A part is sent a fact only if some branch of it could still match: the branch's tests of the fact
+        hold, and no value fact it reads that is already known (asserted, or in this batch) failed its
+        tests.  Value facts are asserted once and never change, so such a branch is dead for the rest of
+        the resolution.  durable-rules would refuse a fact no pattern lets through (P7), and a fact that
+        can never complete a match costs the engine as much as one that does (three in four facts,
+        before this screen).  Which branches a value passes and fails is memoised per value, so the
+        screen is set arithmetic."""
         if not facts:
             return []
-        batches: dict[int, list[dict]] = {}
-        known, spelled = self.known, self.spelled
+        m, dead = self.m, self.dead
+        route, passing, failing, buckets, sid = m._route, m._passing, m._failing, m._buckets, self.sid
         for f in facts:
             if f["t"] == "val":
-                known[f["o"]] = fact_value(f)
-                spelled[f["o"]] = f.get("v")
-        route, taken, buckets = self.m._route, self.m._taken, self.m._buckets
+                key = ("val", f["o"])
+                if key in route:
+                    memo = (key, f.get("v"))
+                    ruled_out = failing.get(memo)
+                    if ruled_out is None:
+                        m._screen(key, f)
+                        ruled_out = failing[memo]
+                    dead.update(ruled_out)
+        batches: dict[int, list[dict]] = {}
         for f in facts:
             key = (f["t"], f["o"])  # as compiler.fact_keys names the facts a branch matches: ("val" | "adj", name)
+            parts = route.get(key)
+            if parts is None:
+                continue
+            v = f.get("v")
             payload = None  # the engine only serialises it: one copy serves every part
-            for i in route.get(key, ()):
-                # a part none of whose branches can ever match the fact is not sent it
-                if taken(i, key, f, known, spelled):
-                    payload = payload or dict(f, sid=self.sid, b=buckets[f["o"]])
+            for i in parts:
+                alive = passing.get((i, key, v))
+                if alive is None:
+                    m._screen(key, f)
+                    alive = passing[(i, key, v)]
+                if alive and not alive <= dead:
+                    if payload is None:
+                        payload = dict(f, sid=sid, b=buckets[key[1]])
                     batches.setdefault(i, []).append(payload)
         out: list[Firing] = []
         for i in sorted(batches):  # parts in a fixed order: the same facts always make the same calls

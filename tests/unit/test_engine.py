@@ -250,3 +250,14 @@ print("ok")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False,
                           env={**os.environ, "PYTHONPATH": ROOT})
     assert (proc.returncode, proc.stdout.strip()) == (0, "ok"), proc.stderr[-2000:]
+
+
+def test_the_stored_fact_count_reads_one_id_key_per_fact_whatever_the_values_hold():
+    tricky = ['"id": 1', '{"id":', "\\\"id\\\":", "id", '"id"']
+    facts = [{"id": f"v:x{i}", "t": "val", "o": f"x{i}", "v": "s:" + text, "sid": "1"} for i, text in enumerate(tricky)]
+
+    class Native:
+        def get_facts(self, handle, sid):
+            return engine_module._encode(facts)
+
+    assert engine_module._stored(Native(), 0, "1") == len(json.loads(Native().get_facts(0, "1"))) == len(tricky)

@@ -453,8 +453,25 @@ def _compute(rule: Compute, values: dict[str, Any], facts, compiled: CompiledPac
     names = reads.get(rule.name)
     if names is None:  # the names an expression reads never change: ordered once per pack
         names = reads[rule.name] = tuple(_ordered(rule.value.names))
-    return Derivation(rule.name, rule.value.evaluate(values), "computed", rule.ref, rule.doc,
-                      tuple(facts[n] for n in names))
+    # an expression is a pure function of the values it reads: its value is kept per pack by those values,
+    # each with its type (1, 1.0 and True are one dict key), a float by its spelling (0.0 and -0.0 too)
+    inputs = [values.get(n) for n in names]
+    key: tuple | None = (rule.name, *((v.__class__, repr(v) if v.__class__ is float else v) for v in inputs))
+    if any(v.__class__ not in _KEYED for v in inputs):
+        key = None  # a list or mapping (typed lists): not a key, evaluated each time
+    memo = compiled.memo.setdefault("resolution.computed", {})
+    value = memo.get(key, _ABSENT) if key is not None else _ABSENT
+    if value is _ABSENT:
+        value = rule.value.evaluate(values)
+        if key is not None:
+            if len(memo) > 50_000:  # typed values are unbounded: keep the memo small
+                memo.clear()
+            memo[key] = value
+    return Derivation(rule.name, value, "computed", rule.ref, rule.doc, tuple(facts[n] for n in names))
+
+
+_KEYED = frozenset({str, int, float, bool, type(None)})
+_ABSENT = object()
 
 
 def _kernel_status(d: Derivation, role: str, request: Request, facts) -> tuple[str, str, str | None]:
@@ -666,9 +683,11 @@ def _adjust_level(decided: dict[str, Derivation], compiled, session, facts, valu
         by_option: dict[str, list] = {}
         for key, read in batch:
             by_option.setdefault(compiled.branches[key].rule.option, []).append((key, read))
+        # an option none of whose steps fired this round is done (most options, in the first round)
         active = [s for s in active
-                  if _adjust_round(s, sorted(by_option.get(s.d.name, ()), key=lambda kr: kr[0]), compiled, facts,
-                                   values, request, warnings, record, refused)]
+                  if s.d.name in by_option and _adjust_round(s, sorted(by_option[s.d.name], key=lambda kr: kr[0]),
+                                                             compiled, facts, values, request, warnings, record,
+                                                             refused)]
     return {s.d.name: s.derivation(compiled) for s in states}
 
 

@@ -48,7 +48,7 @@ def engine_calls(engine, request) -> list[tuple[int, list[dict]]]:
     calls, real = [], engine_module._fire
 
     def record(native, handle, facts):
-        calls.append((handle, [{k: v for k, v in f.items() if k != "sid"} for f in facts]))
+        calls.append((handle, [{k: v for k, v in json.loads(f).items() if k != "sid"} for f in facts]))
         return real(native, handle, facts)
 
     engine_module._fire = record
@@ -79,7 +79,7 @@ def floor_runner(engine, request):
                     # facts but never ran one (a part where no rule fires for this launch)
                     opened.add(handle)
                     batch.insert(0, {"id": "open", "sid": sid, "t": "val", "o": "", "s": 1})
-                engine_module._fire(native, handle, batch)
+                engine_module._fire(native, handle, [json.dumps(f, ensure_ascii=False) for f in batch])
         finally:
             for handle in handles:
                 native.delete_state(handle, sid)

@@ -55,6 +55,21 @@ class Engine:
                  for c in (a.value if a.op in ("in", "notin") else (a.value,)) if isinstance(c, str)}
         return {n.lower(): n for n in names}
 
+    @cached_property
+    def env_options(self) -> tuple[str, ...]:
+        """The options that are environment variables, in the pack's order."""
+        return tuple(n for n, o in self.pack.options.items() if o.env)
+
+    @cached_property
+    def opaque_options(self) -> tuple[str, ...]:
+        """The options whose values are JSON a caller may change (handed out as copies)."""
+        return tuple(n for n, o in self.pack.options.items() if o.opaque and not o.env)
+
+    @cached_property
+    def undecidable_options(self) -> tuple[tuple[str, str], ...]:
+        """(option, why SGLang's value cannot be known here) for the fields SGLang fills in at start-up."""
+        return tuple((n, o.not_decided) for n, o in self.pack.options.items() if o.not_decided)
+
     def check_architecture(self, facts: dict) -> None:
         arch = facts.get("model.architecture", (None, ""))[0]
         if isinstance(arch, str):
@@ -139,18 +154,19 @@ class Resolution:
         self.outcome = outcome
         #: every option in scope -> resolved value (None where SGLang leaves the field unset), and every
         #: other SGLang field the user typed, as typed
-        options = engine.pack.options
-        self.values: dict[str, Any] = {**request.unchecked,
-                                       **{n: copy.deepcopy(v) if options[n].opaque else v  # a caller's to change
-                                          for n, v in outcome.values.items() if not options[n].env}}
+        # the pack's option lists are worked out once per engine: this runs on every resolution
+        decided = _without_env(engine, outcome.values)
+        for n in engine.opaque_options:
+            decided[n] = copy.deepcopy(decided[n])  # a caller's to change
+        self.values: dict[str, Any] = {**request.unchecked, **decided}
         #: field -> why SGLang's value cannot be known here (it draws a random seed at start-up): the fields
         #: SGLang declares whose value these results leave null, named rather than silently absent
-        self.not_decided: dict[str, str] = {n: o.not_decided for n, o in options.items()
-                                            if o.not_decided and outcome.values.get(n) is None}
+        self.not_decided: dict[str, str] = {n: why for n, why in engine.undecidable_options
+                                            if outcome.values.get(n) is None}
         #: the environment SGLang's processes get: every variable the resolution sets (as SGLang writes it)
         #: and every other variable the request gave, carried through
-        self.env: dict[str, str] = {**request.environment, **{n: env_text(v) for n, v in outcome.values.items()
-                                                             if options[n].env and v is not None}}
+        self.env: dict[str, str] = {**request.environment, **{n: env_text(outcome.values[n]) for n in engine.env_options
+                                                             if outcome.values.get(n) is not None}}
         #: the SGLang fields (and environment variables) the user gave that no rule reads: carried
         #: through, not checked
         self.unchecked: tuple[str, ...] = tuple(sorted(
@@ -281,11 +297,19 @@ def _not_checked(engine: Engine, request: Request, outcome: Outcome, config: dic
     """The SGLang checks this launch could trigger that no rule evaluated (resolver/checks.py)."""
     options = engine.pack.options
     typed = {**request.unchecked, **{n: v for n, v in request.args.items() if not options[n].env}}
-    decided = {n: v for n, v in outcome.values.items() if not options[n].env}
+    decided = _without_env(engine, outcome.values)
     env = {**request.environment, **{n: env_text(v) for n, v in request.args.items() if options[n].env}}
     plat = request.platform
     return not_checked(typed, decided, flag_catalogue().defaults, env, config,
                        platform_facts(plat.vendor, plat.major, plat.minor))
+
+def _without_env(engine: Engine, values: dict[str, Any]) -> dict[str, Any]:
+    """The resolved values less the environment variables among the options (a copy)."""
+    out = dict(values)
+    for n in engine.env_options:
+        out.pop(n, None)
+    return out
+
 
 #: a POSIX environment variable name (IEEE Std 1003.1, 8.1): what a shell takes after ``export``
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

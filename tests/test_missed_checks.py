@@ -232,6 +232,16 @@ CASES: list[tuple[str, str, Any, dict[str, Any], dict[str, str], str | None, str
     ("rocm-fp8-ckpt-modelopt-fp4", "gfx950", DSV3, {"tp_size": 8, "quantization": "modelopt_fp4"}, {},
      "conflict.quantization.rocm", "modelopt_fp4 quantization is currently not supported in ROCm"),
     ("rocm-fp8-ckpt", "gfx950", DSV3, {"tp_size": 8}, {}, None, ""),
+    # --- 9. the weight cache and speculative decoding (model_path_hook.py handle_load_format) ----------------
+    ("weight-cache-eagle", "sm90", LLAMA,
+     {"weight_cache_mode": "daemon", "speculative_algorithm": "NGRAM"}, {},
+     "conflict.spec.weight-cache", "--weight-cache-mode is not supported together with speculative decoding"),
+    ("weight-cache-client-mtp", "sm100", DSV3, {"tp_size": 8, "weight_cache_mode": "client",
+                                                "speculative_algorithm": "EAGLE"}, {},
+     "conflict.spec.weight-cache", "--weight-cache-mode is not supported together with speculative decoding"),
+    ("weight-cache-alone", "sm90", LLAMA, {"weight_cache_mode": "daemon"}, {}, None, ""),
+    ("weight-cache-off-ngram", "sm90", LLAMA, {"weight_cache_mode": "off", "speculative_algorithm": "NGRAM"}, {},
+     None, ""),
 ]
 REFUSED = [c for c in CASES if c[5] is not None]
 RESOLVED = [c for c in CASES if c[5] is None]

@@ -99,6 +99,12 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
     ("sm100", QWEN3, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "DSPARK",
                       "return_aux_hidden_state_layer_ids": [3], "tp_size": 2}, {},
      {"speculative_algorithm": None, "aux_hidden_state_capture": "dspark", "mem_fraction_static": 0.854}),
+    # --- deterministic inference turned on by --rl-on-policy-target comes after the model hook that keeps
+    # FlashInfer's all-reduce fusion off for a typed --enable-deterministic-inference ----------------------
+    ("sm90", LLAMA, {"rl_on_policy_target": "fsdp", "disable_cuda_graph": True}, {},
+     {"enable_deterministic_inference": True, "enforce_disable_flashinfer_allreduce_fusion": False}),
+    ("sm90", LLAMA, {"enable_deterministic_inference": True, "disable_cuda_graph": True}, {},
+     {"enable_deterministic_inference": True, "enforce_disable_flashinfer_allreduce_fusion": True}),
 ]
 
 #: (platform, model, args): launches SGLang refuses, which the resolver refuses too

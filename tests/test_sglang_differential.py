@@ -35,7 +35,6 @@ OPEN_GAPS: dict[str, int] = {
     'value-differs: cuda_graph_config_decode_bs': 1,
     'value-differs: cuda_graph_config_prefill_bs': 2,
     'value-differs: cuda_graph_max_bs_decode': 1,
-    'value-differs: enforce_disable_flashinfer_allreduce_fusion': 1,
     'value-differs: mem_fraction_static': 2,
 }
 

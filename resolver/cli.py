@@ -11,8 +11,6 @@ run made it (in batch mode: the worst of the lines resolved until then).
 """
 from __future__ import annotations
 
-import argparse
-import difflib
 import json
 import os
 import signal
@@ -22,13 +20,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, TextIO, cast
 
-from .api import Engine, get_engine, resolve_request
-from .catalogue import catalogue
+from .argv import UsageError, build_parser, parse, pre_rules, request_kwargs, suggest
+from .core import Engine, get_engine, resolve_request
 from .errors import ConflictError, InputError, ResolverError, RuleFileError, RuleFileErrors
 from .explain import Style, render_text, to_json_dict
-from .rules import RulePack
+from .jobs import plan_jobs
 from .terminal import Output, OutputError, Terminated, escape
-from .tools.jobs import add_jobs_argument, plan_jobs
 
 __all__ = ["build_parser", "main", "request_kwargs"]
 
@@ -37,216 +34,13 @@ EXIT_OK, EXIT_CONFLICT, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse would print and exit; we raise to report uniformly
-        raise _UsageError(message)
-
-
-class _OptionValue(argparse.Action):
-    """Store an option's value and remember which spelling (flag or deprecated alias) was typed.
-    A valueless SGLang flag stores what SGLang's own action would (``--no-x`` stores False)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        value: Any = values
-        if self.nargs == 0:
-            known = catalogue().by_flag.get(option_string or "")
-            set_to = known.value_of(option_string or "") if known is not None else None
-            value = True if set_to is None else set_to
-        setattr(namespace, self.dest, value)
-        namespace._flags[self.dest] = option_string
-
-
-def build_parser(pack: RulePack) -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="resolve",
-        allow_abbrev=False,  # a prefix of one flag could silently become another
-        description="Resolve and explain the attention-kernel launch options of an LLM server (SGLang 0.5.23 rules).",
-        epilog=f"Every other SGLang {catalogue().sglang_version} server flag is accepted too (with argparse's unique "
-               "abbreviations, --tp for --tp-size), carried through unchanged and listed as not checked. Subcommands "
-               "(each with --help): 'resolve platforms' lists the target platforms and what this machine has; 'resolve "
-               "kernels' the kernel adapters; 'resolve checks' every check SGLang makes at launch and which rules "
-               "encode it; 'resolve matrix' what runs where; 'resolve lint' checks a rule pack; "
-               "'resolve diff OLD NEW' compares two rule packs; 'resolve cross-node' checks that the prefill and "
-               "decode servers (or the nodes) of one deployment agree. Exit status: 0 resolved, 1 conflict, 2 bad "
-               "input, 3 internal error.",
-    )
-    g = p.add_argument_group("target")
-    g.add_argument("--platform", default="auto",
-                   help="target GPU: a name or alias (sm90, h100, b200, mi300x, ...; see 'resolve platforms'); "
-                        "'auto' (the default) detects the local GPU")
-    g.add_argument("--compute-capability", metavar="X.Y", help="spelled-out target capability, e.g. 9.0")
-    g.add_argument("--gpu-memory-gb", type=float, metavar="GB",
-                   help="memory of one GPU (default: the card the platform or alias names: h100 80, h200 141, "
-                        "b200 180, mi300x 192, ...; see 'resolve platforms'); SGLang's memory defaults read it")
-    g.add_argument("--vendor", choices=["nvidia", "amd"], default="nvidia", help="vendor for --compute-capability")
-    g.add_argument("--model-config", metavar="PATH", help="a Hugging Face config.json, or a directory holding one")
-    g.add_argument("--model-arch", metavar="NAME", help="the model architecture, when no config.json is at hand")
-    g.add_argument("--check-installed", action="store_true",
-                   help="count the kernel packages installed on this machine even for a named platform "
-                        "(always so with --platform auto)")
-    g.add_argument("--gpus-per-node", type=int, metavar="N",
-                   help="GPUs in one node (default 8); multi-node layouts read it")
-    g.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="an environment variable already set where SGLang starts (e.g. SGLANG_USE_AITER=1); "
-                        "the resolution keeps or overwrites it as SGLang would")
-    g.add_argument("--installed", action="append", default=[], metavar="PKG=yes|no",
-                   help="whether a kernel package is present on the target (e.g. flashinfer=no)")
-    o = p.add_argument_group("output")
-    o.add_argument("--explain", nargs="?", const=True, default=False, metavar="OPTION",
-                   help="say why each value is what it is, in short (or only OPTION's, in full: the fact tree, "
-                        "the kernel evidence, and why not each other value); conflicts show their rule, evidence "
-                        "and fact tree; JSON adds every derivation, the facts and the evidence")
-    o.add_argument("--why-not", metavar="OPTION=VALUE",
-                   help="resolve again with OPTION=VALUE typed and say what stands against it: the conflicts it "
-                        "would raise, or the default rules that did not pick it")
-    o.add_argument("--verbose", action="store_true",
-                   help="with --explain (implied): every value's whole derivation, as --explain OPTION shows one")
-    o.add_argument("--format", choices=["text", "json", "args", "env"], default="text",
-                   help="output format: text (default), json, args (the resolved SGLang launch command, "
-                        "ready to paste) or env (the environment variables SGLang sets, as shell export lines); "
-                        "for args and env a conflict is reported on stderr instead")
-    o.add_argument("--color", choices=["auto", "always", "never"], default="auto",
-                   help="colour the text output: auto (default) colours a terminal unless NO_COLOR is set")
-    o.add_argument("--require-known-kernels", action="store_true",
-                   help="make a chosen backend whose kernel no adapter vouches for on the target a conflict "
-                        "(for CI gates) instead of a kernel-unknown warning")
-    o.add_argument("--require-all-checks", action="store_true",
-                   help="exit 1 when SGLang would make checks on this launch that no rule encodes (listed as "
-                        "'not evaluated'; JSON not_checked), for CI gates; status 'unchecked'")
-    o.add_argument("--strict", action="store_true",
-                   help="refuse any change to a value you typed (e.g. a page-size snap) instead of warning")
-    o.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
-    o.add_argument("--batch", metavar="FILE", help="resolve JSON Lines requests from FILE ('-' = stdin)")
-    add_jobs_argument(o, 1, "the --batch lines (more than 1: a few lines per process are read ahead)")
-    o.add_argument("--no-fixes", action="store_true",
-                   help="report conflicts without searching for fixes (faster over a large batch)")
-    cat = catalogue()
-    opts = p.add_argument_group("launch options the rules check (SGLang flags)")
-    for opt in sorted(pack.options.values(), key=lambda o: o.flag):
-        if opt.env or opt.no_cli:  # an environment variable (--env NAME=VALUE), or a field with no flag
-            continue
-        sglang = cat.by_dest[opt.name].flags if opt.name in cat.by_dest else ()
-        names = list(dict.fromkeys([opt.flag, *sglang, *opt.aliases]))
-        help_ = opt.help
-        if opt.choices:
-            help_ += f" Choices: {', '.join(opt.choices)}."
-        if opt.aliases:
-            help_ += f" (deprecated alias: {', '.join(opt.aliases)})"
-        if opt.type == "bool":
-            opts.add_argument(*names, dest=opt.name, nargs=0, action=_OptionValue, default=None, help=help_)
-        elif opt.opaque and opt.name in cat.by_dest and cat.by_dest[opt.name].nargs is not None:
-            # a list-valued SGLang flag (--allowed-media-domains a b): as many words as SGLang takes
-            opts.add_argument(*names, dest=opt.name, nargs=cat.by_dest[opt.name].nargs, action=_OptionValue,
-                              default=None, metavar="VALUE", help=help_)
-        else:
-            opts.add_argument(*names, dest=opt.name, action=_OptionValue, default=None, metavar="VALUE", help=help_)
-    # every other SGLang flag: accepted with SGLang's arity, typed later from the flag table, carried
-    # through and listed as not checked (kept out of --help: there are five hundred of them)
-    for action in cat.actions:
-        if action.dest in pack.options:
-            continue
-        nargs: Any = 0 if not action.takes_value else action.nargs
-        p.add_argument(*action.flags, dest=action.dest, nargs=nargs, action=_OptionValue, default=None,
-                       help=argparse.SUPPRESS)
-    return p
-
-
-_OWN_FLAGS = ("--platform", "--compute-capability", "--gpu-memory-gb", "--gpus-per-node", "--env", "--vendor",
-              "--model-config", "--model-arch", "--installed", "--strict", "--require-known-kernels",
-              "--require-all-checks",
-              "--check-installed", "--explain", "--verbose", "--why-not", "--format", "--color", "--rules", "--batch",
-              "--jobs", "--no-fixes", "--help")
-
-
-def _flag_names(pack: RulePack) -> list[str]:
-    names = list(_OWN_FLAGS)
-    for opt in pack.options.values():
-        if not opt.no_cli:
-            names += [opt.flag, *opt.aliases]
-    return names + list(catalogue().by_flag)
-
-
-def _expand_abbreviations(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
-    """SGLang's argparse takes any unique prefix of its flags (``--tp 8`` is ``--tp-size 8``): expand
-    those here, against SGLang's flags only, so the resolver's own flags never capture one."""
-    out: list[str] = []
-    for i, token in enumerate(argv):
-        if token == "--":
-            return out + argv[i:]
-        name, eq, value = token.partition("=")
-        if not name.startswith("--") or name in parser._option_string_actions:
-            out.append(token)
-            continue
-        full = catalogue().expand(name)
-        if isinstance(full, list):
-            raise InputError(f"ambiguous flag '{name}': it could be {', '.join(full[:6])}"
-                             f"{' ...' if len(full) > 6 else ''}. Type more of it.")
-        out.append(token if full is None else full + eq + value)
-    return out
-
-
-def _parse(argv: list[str], pack: RulePack) -> argparse.Namespace:
-    parser = build_parser(pack)
-    ns = argparse.Namespace(_flags={})
-    ns, unknown = parser.parse_known_args(_expand_abbreviations(argv, parser), ns)
-    if unknown:
-        first = unknown[0]
-        flag = first.split("=", 1)[0]
-        close = difflib.get_close_matches(flag, _flag_names(pack), n=1) if flag.startswith("-") else []
-        hint = f" Did you mean {close[0]}?" if close else ""
-        what = "unknown flag" if flag.startswith("-") else "unexpected argument"
-        raise InputError(f"{what} '{first}'.{hint} Run 'resolve --help' for the flags.")
-    return ns
-
-
-def _pre_rules(argv: list[str]) -> str | None:
-    # --rules decides which options exist, so it is read before the full parse
-    for i, a in enumerate(argv):
-        if a == "--rules" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--rules="):
-            return a.split("=", 1)[1]
-    return None
-
-
-def _platform_arg(ns) -> tuple[Any, str | None]:
-    from .platforms import platform_from_capability
-
-    if ns.compute_capability:
-        plat = platform_from_capability(ns.compute_capability, ns.vendor)
-        return plat, f"--compute-capability {ns.compute_capability} --vendor {ns.vendor}"
-    return ns.platform, None
-
-
-def _environment(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise InputError(f"--env expects NAME=VALUE, got '{item}'")
-        out[name] = value
-    return out
-
-
-def _installed(items: list[str]) -> dict[str, bool]:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("yes", "no", "true", "false", "1", "0"):
-            raise InputError(f"--installed expects PKG=yes or PKG=no, got '{item}'")
-        out[name] = value.lower() in ("yes", "true", "1")
-    return out
-
-
 def _emit(res, ns, out: Output, err: Output) -> int:
     only = ns.explain if isinstance(ns.explain, str) else None
-    if only and only not in res.engine.pack.options:
-        raise InputError(f"--explain {only}: no such option.{_suggest(only, res.engine.pack.options)}")
+    if only and only not in res.pack.options:
+        raise InputError(f"--explain {only}: no such option.{suggest(only, res.pack.options)}")
     explain = bool(ns.explain) or ns.verbose
+    if only:
+        res.answer_why_not(only)  # each value it lost, typed instead and resolved again
     if ns.format == "json":
         out.write(json.dumps(to_json_dict(res, explain=explain, why_not=(only,) if only else ()), indent=2,
                              sort_keys=False) + "\n")
@@ -277,32 +71,6 @@ def exit_status(res) -> int:
     return EXIT_OK if res.status == "resolved" else EXIT_CONFLICT
 
 
-def _suggest(word, known) -> str:
-    close = difflib.get_close_matches(word, sorted(known), n=1)
-    return f" Did you mean '{close[0]}'?" if close else ""
-
-
-def request_kwargs(engine: Engine, ns) -> dict[str, Any]:
-    """The keyword arguments of :func:`~resolver.api.resolve_request` for one parsed command line
-    (also how ``resolve cross-node --role`` reads each role's flags)."""
-    names = [*engine.pack.options, *(d for d in catalogue().by_dest if d not in engine.pack.options)]
-    args = {name: getattr(ns, name) for name in names if getattr(ns, name, None) is not None}
-    flags = dict(ns._flags)
-    options = engine.pack.options
-    notes = tuple(f"{typed} is deprecated; use {options[name].flag}"
-                  for name, typed in sorted(flags.items()) if name in options and typed in options[name].aliases)
-    given = [f for f, v in (("--model-config", ns.model_config), ("--model-arch", ns.model_arch),
-                            ("--model-path", args.get("model_path"))) if v]
-    if len(given) > 1:
-        raise InputError(f"give one of --model-path, --model-config or --model-arch, not {' and '.join(given)}")
-    platform, source = _platform_arg(ns)
-    return {"platform": platform, "args": args, "model": ns.model_config, "model_arch": ns.model_arch, "flags": flags,
-            "notes": notes, "platform_source": source, "installed": _installed(ns.installed), "strict": ns.strict,
-            "check_installed": ns.check_installed, "require_known_kernels": ns.require_known_kernels,
-            "require_all_checks": ns.require_all_checks,
-            "gpu_memory_gb": ns.gpu_memory_gb, "env": _environment(ns.env), "gpus_per_node": ns.gpus_per_node}
-
-
 def _single(engine: Engine, ns, out: Output, err: Output) -> int:
     kwargs = request_kwargs(engine, ns)
     res = resolve_request(engine, **kwargs, fixes=not ns.no_fixes)
@@ -314,9 +82,9 @@ def _single(engine: Engine, ns, out: Output, err: Output) -> int:
 def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> int:
     """``--why-not OPTION=VALUE``: resolve again with VALUE typed, and say what stands against it: the conflicts
     it raises, else the defaults that did not pick it (resolver/why_not.py).  The exit status is the request's own."""
-    from .explain import _conflicts
-    from .resolution import show_value
-    from .why_not import describe, why_not
+    from .explain import _conflicts, describe
+    from .outcome import show_value
+    from .why_not import why_not
 
     if ns.format != "text":
         raise InputError("--why-not answers in text; for the same answer as data use --explain OPTION --format json, "
@@ -325,7 +93,7 @@ def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> in
     options = engine.pack.options
     if not sep or name not in options or options[name].env or options[name].no_cli:
         raise InputError(f"--why-not expects OPTION=VALUE with an option the rules check, got '{ns.why_not}'."
-                         f"{_suggest(name, [n for n, o in options.items() if not o.env and not o.no_cli])}")
+                         f"{suggest(name, [n for n, o in options.items() if not o.env and not o.no_cli])}")
     flag = options[name].flag
     trial = resolve_request(engine, **{**kwargs, "args": {**kwargs["args"], name: value},
                                        "flags": {**kwargs["flags"], name: flag}}, fixes=not ns.no_fixes)
@@ -494,18 +262,18 @@ def _run(argv: list[str], out: Output, err: Output) -> int:
 
         if argv and argv[0] in SUBCOMMANDS:
             return SUBCOMMANDS[argv[0]](argv[1:], cast(TextIO, out))
-        engine = get_engine(_pre_rules(argv))
+        engine = get_engine(pre_rules(argv))
         if not argv or argv in (["-h"], ["--help"]) or "-h" in argv or "--help" in argv:
             build_parser(engine.pack).print_help(out)
             return EXIT_OK if argv else EXIT_INPUT
-        ns = _parse(argv, engine.pack)
+        ns = parse(argv, engine.pack)
         if ns.batch:
             return _batch(engine, ns, out, err)
         if ns.jobs != 1:
             raise InputError("--jobs is for --batch (and the subcommands lint, diff and matrix): "
                              "one launch is one resolution")
         return _single(engine, ns, out, err)
-    except _UsageError as exc:
+    except UsageError as exc:
         _report(err, (str(exc),))
         return EXIT_INPUT
     except ConflictError as exc:  # pragma: no cover - resolve_request does not raise it

@@ -4,27 +4,20 @@ Each takes ``--format text|json``, exits 0 on success and 2 on bad input.
 """
 from __future__ import annotations
 
-import argparse
 import difflib
 import json
 from typing import Any, TextIO
 
+from .argv import subcommand_parser
 from .errors import InputError
 from .platforms import ALIAS_GPU_MEMORY_GB, PLATFORMS
 
 __all__ = ["SUBCOMMANDS"]
 
 
-def _parser(prog: str, description: str, formats: tuple[str, ...] = ("text", "json")) -> argparse.ArgumentParser:
-    from .cli import _Parser
-
-    p = _Parser(prog=f"resolve {prog}", description=description, allow_abbrev=False)
-    p.add_argument("--format", choices=list(formats), default=formats[0], help=f"output format (default {formats[0]})")
-    return p
-
-
 def platforms(argv: list[str], out: TextIO) -> int:
-    p = _parser("platforms", "List the target platforms, their aliases and capabilities, and what this machine has.")
+    p = subcommand_parser("platforms",
+                          "List the target platforms, their aliases and capabilities, and what this machine has.")
     ns = p.parse_args(argv)
     from .detect import detect_platform
 
@@ -55,8 +48,8 @@ def platforms(argv: list[str], out: TextIO) -> int:
 
 
 def kernels(argv: list[str], out: TextIO) -> int:
-    p = _parser("kernels", "List the kernel adapters: what each serves and can run, and whether its package is "
-                           "installed here.")
+    p = subcommand_parser("kernels", "List the kernel adapters: what each serves and can run, and whether its "
+                                     "package is installed here.")
     p.add_argument("backend", nargs="?", help="show only the adapters serving this backend (e.g. trtllm_mla)")
     p.add_argument("--evidence", metavar="ID", help="print what an evidence id (e.g. S9, B7, GH1, R1, MK3, P5) stands "
                                                   "for: what was observed, where, a public link (docs/evidence.md)")
@@ -128,7 +121,7 @@ def _evidence(entry_id: str, fmt: str, out: TextIO) -> int:
 
 
 def models(argv: list[str], out: TextIO) -> int:
-    p = _parser("models", "List the models --model-path knows without a download: the shipped catalogue (the "
+    p = subcommand_parser("models", "List the models --model-path knows without a download: the shipped catalogue (the "
                           "config.json fields the rules read, each entry citing its source). A local directory or "
                           "a Hugging Face id in the local cache works too.")
     ns = p.parse_args(argv)
@@ -188,4 +181,5 @@ def _lazy(module: str, name: str):
 
 SUBCOMMANDS = {"platforms": platforms, "kernels": kernels, "models": models, "lint": _lazy("tools.lint", "lint"),
                "matrix": _lazy("tools.matrix", "matrix"), "diff": _lazy("tools.diff", "diff"),
-               "cross-node": _lazy("crossnode", "cross_node"), "checks": _lazy("tools.checks_report", "checks")}
+               "cross-node": _lazy("cross_node_command", "cross_node"),
+               "checks": _lazy("tools.checks_report", "checks")}

@@ -34,15 +34,18 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .compiler import SINK, CompiledPack, fact_bucket, fact_keys, part_ruleset
 from .conditions import Atom, compiled_test
 from .engine_values import fact_value
-from .errors import EngineError, UnsupportedPythonError
+from .errors import EngineError, InputError, UnsupportedPythonError
+from .rules import RulePack
 from .terminal import signals_deferred
 
-__all__ = ["DurableMatcher", "Firing", "ReferenceMatcher"]
+__all__ = ["DurableMatcher", "Engine", "Firing", "ReferenceMatcher"]
 
 Firing = tuple[str, dict[str, Any]]
 
@@ -454,3 +457,43 @@ class _ReferenceSession:
 
 
 _ABSENT = object()
+
+
+@dataclass
+class Engine:
+    """A compiled rule pack with its two matchers."""
+
+    pack: RulePack
+    compiled: CompiledPack
+    durable: DurableMatcher
+    reference: ReferenceMatcher
+
+    @cached_property
+    def architectures(self) -> dict[str, str]:
+        """Architecture names the rules know, by lower-case spelling (for "did you mean")."""
+        names = {c for a in self.pack.atoms.get("model.architecture", ())
+                 for c in (a.value if a.op in ("in", "notin") else (a.value,)) if isinstance(c, str)}
+        return {n.lower(): n for n in names}
+
+    @cached_property
+    def env_options(self) -> tuple[str, ...]:
+        """The options that are environment variables, in the pack's order."""
+        return tuple(n for n, o in self.pack.options.items() if o.env)
+
+    @cached_property
+    def opaque_options(self) -> tuple[str, ...]:
+        """The options whose values are JSON a caller may change (handed out as copies)."""
+        return tuple(n for n, o in self.pack.options.items() if o.opaque and not o.env)
+
+    @cached_property
+    def undecidable_options(self) -> tuple[tuple[str, str], ...]:
+        """(option, why SGLang's value cannot be known here) for the fields SGLang fills in at start-up."""
+        return tuple((n, o.not_decided) for n, o in self.pack.options.items() if o.not_decided)
+
+    def check_architecture(self, facts: dict) -> None:
+        arch = facts.get("model.architecture", (None, ""))[0]
+        if isinstance(arch, str):
+            known = self.architectures.get(arch.lower())
+            if known is not None and known != arch:
+                raise InputError(f"unknown model architecture '{arch}'. Did you mean '{known}'? "
+                                 "(names are case-sensitive)")

@@ -11,12 +11,15 @@ import shutil
 import textwrap
 from typing import Any, ClassVar
 
+from .launch_line import typed_after_fix
+from .outcome import FactUse, Loser, show_value
 from .provenance import fact_name, kernel_fact, kernel_why_fact
-from .resolution import FactUse, show_value
+from .result import LaunchResult
 from .terminal import escape as _e
+from .why_not import why_not
 from .wording import origin_text
 
-__all__ = ["Style", "render_text", "show_value", "to_json_dict"]
+__all__ = ["Style", "describe", "render_text", "show_value", "to_json_dict"]
 
 
 class Style:
@@ -121,14 +124,14 @@ class _Tree:
         return out
 
 
-def render_text(res, explain: bool = False, only: str | None = None, style: Style = PLAIN,
+def render_text(res: LaunchResult, explain: bool = False, only: str | None = None, style: Style = PLAIN,
                 verbose: bool = False) -> str:
     """The text report.  Without ``explain``: the values (or the conflicts: message, root cause, the allowed
     line, fixes).  ``explain`` adds, per value not at its declared default, its decider, the facts it read
     (one level) and, for kernel options, the values that lost; the conflicts' rules, evidence and fact trees.
     ``only`` (--explain OPTION) or ``verbose`` draw the whole derivation: the fact tree down to the inputs,
     the kernel evidence, and every value that lost with what removed it."""
-    pack = res.engine.pack
+    pack = res.pack
     lines: list[str] = []
     req = res.request
     full = verbose or only is not None
@@ -225,7 +228,7 @@ def _row(style: Style, name: str, width: int, value: str, label: str) -> list[st
 def _brief_why(res, style: Style) -> list[str]:
     """The short --explain: each value not at its declared default with its decider, the facts its rule read
     (one level) and, for an option with a kernel role, the values that lost with what removed each."""
-    pack = res.engine.pack
+    pack = res.pack
     names = [n for n in sorted(pack.options, key=lambda n: (pack.options[n].env, n))
              if res.derivations[n].source != "fallback" and (not pack.options[n].env or n in res.env)]
     out = [style(line, "head") for line in style.wrap("why (each value not at its declared default; --explain OPTION "
@@ -250,8 +253,6 @@ def _brief_why(res, style: Style) -> list[str]:
             out += style.wrap(f"kernel on {res.request.platform.name}: {kernel.value} ({origin_text(kernel.origin)})",
                               "    ", "      ")
         if pack.options[name].kernel_role and d.source != "user":
-            from .why_not import why_not
-
             lost = [w for w in why_not(res, name) if any(r.kind in _FIRED for r in w.reasons)]
             said = "; ".join(f"{show_value(w.value)} ({_fired_reasons(w)})" for w in lost)
             out += style.wrap(f"lost: {said or 'no other default proposed a value'} (why not others: "
@@ -278,7 +279,7 @@ def _fired_reasons(loser) -> str:
 def _decider(res, d) -> str:
     """Who decided a value, in a few words: the user's flag, or the rule with its file:line."""
     if d.source == "user":
-        return f"you ({res.request.flags.get(d.name, res.engine.pack.options[d.name].flag)})"
+        return f"you ({res.request.flags.get(d.name, res.pack.options[d.name].flag)})"
     if d.rule is None:
         return d.source
     kind = {"default": "default rule", "adjustment": "adjustment"}.get(d.source, d.source)
@@ -309,7 +310,7 @@ def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) 
     d = res.derivations[name]
     out = [f"  {style(name, 'name')} = {style(show_value(d.value), 'good')}"]
     if d.source == "user":
-        out += style.wrap(f"set by the user ({res.request.flags.get(name, res.engine.pack.options[name].flag)})",
+        out += style.wrap(f"set by the user ({res.request.flags.get(name, res.pack.options[name].flag)})",
                           "    ", "      ")
     elif d.rule is not None:
         said = style.wrap(f"decided by: {d.source} rule {d.rule}", "    ", "      ")
@@ -331,11 +332,10 @@ def _derivation(res, name: str, tree: _Tree, style: Style, rerun: bool = False) 
         for c in d.candidates:
             out += style.wrap(f"{show_value(c.value)} from {c.rule} priority {c.priority}: {c.outcome} ({c.why})",
                               "      - ", "        ")
-    option = res.engine.pack.options[name]
+    option = res.pack.options[name]
     if d.source != "user" and (rerun or option.kernel_role):
-        from .why_not import describe, why_not
-
-        losers = why_not(res, name, rerun=rerun)
+        rerun = rerun and name in res.why_not  # the answers the core re-resolved (Resolution.answer_why_not)
+        losers = res.why_not[name] if rerun else why_not(res, name)
         if losers:
             out += style.wrap(f"why not{' (each value typed instead, re-resolved)' if rerun else ''}:",
                               "    ", "      ")
@@ -356,7 +356,7 @@ def _root_cause(res, c) -> str:
     if typed:
         flags = res.request.flags
         def flag(f):
-            spelled = flags.get(f.name, res.engine.pack.options[f.name].flag)
+            spelled = flags.get(f.name, res.pack.options[f.name].flag)
             return spelled if f.value is True else f"{spelled} {show_value(f.value)}"
 
         return "you set " + ", ".join(map(flag, typed))
@@ -388,7 +388,7 @@ def _typed_option(res, f: FactUse) -> str | None:
         return None
     parts = fact_name(f.name)
     name = (parts.option if parts.typed_by_user else None) or f.name
-    return name if name in res.engine.pack.options else None
+    return name if name in res.pack.options else None
 
 
 def _typed(res, c) -> frozenset[str]:
@@ -400,7 +400,7 @@ def _fix_key(f) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in f.set.items())), tuple(sorted(f.unset))
 
 
-def conflict_order(res) -> list[tuple[Any, int | None]]:
+def conflict_order(res: LaunchResult) -> list[tuple[Any, int | None]]:
     """The conflicts in the order they are shown, each with the index (in that order) of the conflict it
     follows from, or None.
 
@@ -433,7 +433,7 @@ def conflict_order(res) -> list[tuple[Any, int | None]]:
     return list(zip(ordered, roots, strict=True))
 
 
-def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
+def _conflicts(res: LaunchResult, style: Style, explain: bool = False) -> list[str]:
     ordered = conflict_order(res)
     folded = sum(1 for _, p in ordered if p is not None)
     count = f"{len(ordered)} conflict{'s' if len(ordered) != 1 else ''}"
@@ -457,7 +457,7 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
         if c.allowed is not None:
             # the option the rule restricts (a --strict refusal: the option its adjustment changes), which is
             # not always the first option involved (trtllm_mla's KV dtypes restrict kv_cache_dtype)
-            restricted = getattr(res.engine.pack.rule(c.rule.id), "option", None) or (c.options[0] if c.options else "")
+            restricted = getattr(res.pack.rule(c.rule.id), "option", None) or (c.options[0] if c.options else "")
             allowed = ", ".join(map(show_value, c.allowed)) or "none on this platform"
             out += style.wrap(f"allowed {restricted}: {allowed}", "    ", "      ")
         if explain:
@@ -472,7 +472,7 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
             for j, f in enumerate(c.fixes, 1):
                 out += style.wrap(f.description, f"      {j}. ", "         ")
                 typed = " ".join(f.argv)
-                removed = " ".join(res.engine.pack.options[n].flag for n in f.unset)
+                removed = " ".join(res.pack.options[n].flag for n in f.unset)
                 how = "; ".join(x for x in (f"add {typed}" if typed else "", f"remove {removed}" if removed else "")
                                 if x)
                 # wrapped plain, then coloured (escaping is idempotent: a wrapped line has no control left)
@@ -486,7 +486,7 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
                 out += style.wrap(f"no change aimed at this conflict alone resolves the request; see the fixes of "
                                   f"[{fixed[0]}]", "    ", "      ")
             else:
-                remedy = getattr(res.engine.pack.rule(c.rule.id), "remedy", None)
+                remedy = getattr(res.pack.rule(c.rule.id), "remedy", None)
                 if remedy:
                     out += style.wrap("no change of launch options resolves this; what would:", "    ", "      ")
                     out += style.wrap(remedy, "      ", "      ")
@@ -507,16 +507,13 @@ def _conflicts(res, style: Style, explain: bool = False) -> list[str]:
     return out
 
 
-def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> dict[str, Any]:
+def to_json_dict(res: LaunchResult, explain: bool = False, why_not: tuple[str, ...] = ()) -> dict[str, Any]:
     """The JSON object.  Compact by default: the values, the environment, the conflicts (with the facts each
     rule read, its allowed set and its fixes), the warnings, what was not checked, a summary of the kernel
     verdicts and, for each option not at its declared default, who decided it.  ``explain`` adds the model
     facts' origins, every option's full derivation (facts read, candidates, adjustments, and for a kernel
     option the values that lost), the input and derived facts, the conflicts' docs and evidence.  ``why_not``:
     options whose derivation also lists every value that lost, each re-resolved (``--explain OPTION``)."""
-    from .launch_line import typed_after_fix
-    from .verdicts import kernel_verdicts
-
     req = res.request
     facts = res.outcome.facts
     model = {f.name.split(".", 1)[1]: f.value for n, f in facts.items() if n.startswith("model.")}
@@ -527,24 +524,24 @@ def to_json_dict(res, explain: bool = False, why_not: tuple[str, ...] = ()) -> d
     conflicts = []
     for c, parent in ordered:
         entry = {**c.to_dict(), "root_cause": _root_cause(res, c), "follows_from": parent,
-                 "remedy": getattr(res.engine.pack.rule(c.rule.id), "remedy", None),
+                 "remedy": getattr(res.pack.rule(c.rule.id), "remedy", None),
                  # each fix also as the whole command line to type, not only the change
                  "fixes": [{**f.to_dict(), "full_argv": list(typed_after_fix(res, f))} for f in c.fixes]}
         if not explain:
             for key in ("doc", "evidence", "details"):
                 entry.pop(key, None)
         conflicts.append(entry)
-    kernels = kernel_verdicts(res)
+    kernels = res.kernels
     out: dict[str, Any] = {"status": res.status, "platform": platform, "model": model, "values": dict(res.values),
                            "env": dict(sorted(res.env.items()))}
     if explain:
         model["origins"] = {f.name: origin_text(f.origin) for n, f in facts.items() if n.startswith("model.")}
         out["derivations"] = {n: _full_derivation(res, n, d, n in why_not) for n, d in res.derivations.items()}
         out["facts"] = {n: f.to_dict() for n, f in sorted(facts.items()) if n.startswith(("model.", "platform."))
-                        or n in res.engine.pack.facts}
+                        or n in res.pack.facts}
         # what a derived fact read, by name: the inner nodes of the text's trees
         out["derived_facts"] = {n: res.outcome.derivations[n].to_dict()
-                                for n in sorted({*res.engine.pack.facts, *res.engine.pack.computes})
+                                for n in sorted({*res.pack.facts, *res.pack.computes})
                                 if n in res.outcome.derivations}
     else:
         out["derivations"] = {n: _compact_derivation(d) for n, d in res.derivations.items()
@@ -578,7 +575,17 @@ def _compact_derivation(d) -> dict[str, Any]:
 def _full_derivation(res, name: str, d, asked: bool) -> dict[str, Any]:
     out = d.to_dict()
     if asked and d.source != "user":
-        from .why_not import why_not
-
-        out["why_not"] = [w.to_dict() for w in why_not(res, name, rerun=True)]
+        losers = res.why_not[name] if name in res.why_not else why_not(res, name)
+        out["why_not"] = [w.to_dict() for w in losers]
     return out
+
+
+def describe(loser: Loser) -> str:
+    """One loser as a line of text: the value, then its reasons (or that nothing stands against it)."""
+    raised = [r.rule for r in loser.reasons if r.kind == "conflict"]
+    texts = ([f"typed, it raises {', '.join(map(str, raised))}"] if raised else []) + \
+        [r.text for r in loser.reasons if r.kind != "conflict"]
+    said = "; ".join(texts) or "no default rule proposes it here"
+    if loser.resolves:
+        said += "; typed, it resolves"
+    return f"{show_value(loser.value)}: {said}"

@@ -1,10 +1,10 @@
 """Which kernel packages are present on the target: input facts ``installed.<package>``.
 
-Every package a kernel adapter names is known here (``PACKAGES``), under its distribution name (the
-canonical spelling: ``flashinfer-python``) and its short or import names (``flashinfer``); spellings
-are compared the way pip compares names (case, and runs of ``-``, ``_``, ``.``, do not count), so
-``flash_mla`` is ``flash-mla``.  A package of a third-party adapter (entry point ``resolver.kernels``)
-is known under its own distribution name.
+Every package a kernel adapter names is known here (``PACKAGES``, resolver/packages.py), under its
+distribution name (the canonical spelling: ``flashinfer-python``) and its short or import names
+(``flashinfer``); spellings are compared the way pip compares names (case, and runs of ``-``, ``_``,
+``.``, do not count), so ``flash_mla`` is ``flash-mla``.  A package of a third-party adapter (entry
+point ``resolver.kernels``) is known under its own distribution name.
 
 For a named target platform nothing can be probed, so each package is assumed present (SGLang's own
 unit tests assume FlashInfer is importable on CUDA); a request overrides that with
@@ -16,50 +16,15 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
+from .packages import BUILTIN_SPELLINGS, INSTALLED_FACTS, PACKAGES, Package, norm
 from .provenance import Origin
 
-__all__ = ["INSTALLED_FACTS", "PACKAGES", "Package", "absent_packages", "canonical_package", "installed_facts"]
+__all__ = ["INSTALLED_FACTS", "PACKAGES", "Package", "absent_packages", "canonical_package", "installed_facts"]  # the
+# package facts (resolver/packages.py) are handed on: this module is where a request's packages are read
 
-
-@dataclass(frozen=True)
-class Package:
-    name: str  # the distribution, as pip names it: the canonical spelling
-    fact: str  # the input fact rules may read (a rule condition needs an identifier, not a pip name)
-    aliases: tuple[str, ...]  # other spellings accepted: short and import names
-    meaning: str
-
-
-#: every package a built-in kernel adapter names (tests/unit/test_adapters.py checks none is missing);
-#: sources: the distributions SGLang 0.5.23's METADATA pins and their import names (docs/kernels.md, "Installed or not")
-PACKAGES: tuple[Package, ...] = (
-    Package("flashinfer-python", "installed.flashinfer", ("flashinfer",),
-            "FlashInfer: flashinfer, cutedsl_mla, trtllm_mha, trtllm_mla, DSA trtllm and flashinfer_sparse_mla "
-            "(SGLang has_flashinfer)"),
-    Package("sgl-flash-mla", "installed.flash_mla", ("flash-mla", "flashmla"),
-            "FlashMLA: flashmla and the DSA flashmla_* kernels"),
-    Package("sglang-kernel", "installed.sglang_kernel", ("sgl-kernel",), "sglang-kernel (sgl_kernel): FA3 (fa3)"),
-    Package("nvidia-cutlass-dsl", "installed.cutlass_dsl", ("cutlass-dsl", "cutlass"),
-            "CuTe DSL, which FA4 (fa4) is written in"),
-    Package("tilelang", "installed.tilelang", (), "TileLang: the DSA tilelang kernels"),
-    Package("triton", "installed.triton", (), "Triton: triton, DSA triton and triton_sparse_mla"),
-    Package("amd-aiter", "installed.aiter", ("aiter",), "AMD AITER: aiter"),
-    Package("sgl-kernel-xpu", "installed.sgl_kernel_xpu", ("sglang-kernel-xpu",), "Intel XPU kernels: intel_xpu"),
-    Package("torch", "installed.torch", ("pytorch",), "PyTorch: torch_native (SDPA) and flex_attention"),
-    Package("hpc", "installed.hpc", ("hpc-ops",), "Tencent HPC-Ops: hpc_ops"),
-    Package("torch-npu", "installed.torch_npu", (), "Ascend NPU support for PyTorch: ascend"),
-    Package("sglang-kernel-cpu", "installed.sglang_kernel_cpu", ("sgl-kernel-cpu",),
-            "sgl-kernel's CPU build: intel_amx"),
-    Package("wave-lang", "installed.wave_lang", (), "the Wave kernel language: wave"),
-    # the MoE runners' own packages (resolver/adapters/moe.py); SGLang 0.5.23 depends on sgl-deep-gemm
-    Package("sgl-deep-gemm", "installed.deep_gemm", ("deep-gemm", "deepgemm"), "DeepGEMM: the deep_gemm MoE runner"),
-    Package("triton-kernels", "installed.triton_kernels", (), "OpenAI's triton_kernels: the triton_kernel MoE runner"),
-)
-#: fact name -> (package, assumed when not told, meaning); the loader's known input facts
-INSTALLED_FACTS: dict[str, tuple[str, bool, str]] = {p.fact: (p.name, True, p.meaning) for p in PACKAGES}
 
 #: names people type for kernels that are not packages of their own (a "did you mean" would mislead)
 _NOT_PACKAGES = {
@@ -68,11 +33,6 @@ _NOT_PACKAGES = {
     "fa3": "fa3 is a backend; its kernels ship in sglang-kernel",
     "fa4": "fa4 is a backend; SGLang runs its own copy, built on nvidia-cutlass-dsl",
 }
-
-
-def _norm(name: str) -> str:
-    """pip's name comparison (PEP 503): ``Flash_MLA`` and ``flash-mla`` are one name."""
-    return re.sub(r"[-_.]+", "-", name.strip()).lower()
 
 
 _SPELLINGS: list = [None, {}]  # [the adapter registry they were built from, its spellings]
@@ -86,17 +46,17 @@ def _spellings() -> dict[str, str]:
 
     current = registry()
     if _SPELLINGS[0] is not current:
-        out = {_norm(s): p.name for p in PACKAGES for s in (p.name, *p.aliases)}
+        out = dict(BUILTIN_SPELLINGS)
         for adapter in current.adapters:
             if adapter.package:
-                out.setdefault(_norm(adapter.package), _norm(adapter.package))
+                out.setdefault(norm(adapter.package), norm(adapter.package))
         _SPELLINGS[:] = [current, out]
     return _SPELLINGS[1]
 
 
 def canonical_package(name: str) -> str | None:
     """The distribution ``name`` spells (``flashinfer`` -> ``flashinfer-python``), or None if no adapter names it."""
-    return _spellings().get(_norm(name)) if isinstance(name, str) else None
+    return _spellings().get(norm(name)) if isinstance(name, str) else None
 
 
 def _fact_of(package: str) -> str:
@@ -115,7 +75,7 @@ def installed_facts(installed: dict[str, Any] | None, probed: dict[str, tuple[bo
     spellings = _spellings()
     given: dict[str, tuple[bool, Origin]] = {}
     for name, value in installed.items():
-        package = spellings.get(_norm(name)) if isinstance(name, str) else None
+        package = spellings.get(norm(name)) if isinstance(name, str) else None
         if package is None:
             raise InputError(f"installed: unknown kernel package '{name}'.{_hint(str(name), spellings)}")
         if not isinstance(value, bool):
@@ -124,7 +84,7 @@ def installed_facts(installed: dict[str, Any] | None, probed: dict[str, tuple[bo
             raise InputError(f"installed: '{name}' and another spelling of {package} disagree")
         # the origin is also the reason a verdict gives for an absent package: it says what the user typed
         given[package] = (value, Origin("installed", "given", f"--installed {name}={'yes' if value else 'no'}"))
-    found = {spellings[_norm(k)]: v for k, v in (probed or {}).items() if _norm(k) in spellings}
+    found = {spellings[norm(k)]: v for k, v in (probed or {}).items() if norm(k) in spellings}
     out = {}
     for package in sorted(set(spellings.values())):
         fact = _fact_of(package)
@@ -147,8 +107,8 @@ def absent_packages(installed: dict[str, tuple[bool, Origin]]) -> dict[str, str]
 
 def _hint(name: str, spellings: dict[str, str]) -> str:
     known = " Known packages: " + ", ".join(sorted(set(spellings.values()))) + "."
-    why = _NOT_PACKAGES.get(_norm(name))
+    why = _NOT_PACKAGES.get(norm(name))
     if why:
         return f" {why}.{known}"
-    close = difflib.get_close_matches(_norm(name), list(spellings), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(norm(name), list(spellings), n=1, cutoff=0.6)
     return (f" Did you mean '{close[0]}'?" if close else "") + known

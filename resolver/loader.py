@@ -21,9 +21,9 @@ from .conditions import Atom, Condition, ConditionError, parse_condition
 from .draft import DRAFT_FACTS
 from .errors import InputError, RuleFileErrors, RuleFileProblem
 from .expressions import Expression, parse_expression
-from .installed import INSTALLED_FACTS
 from .model import MODEL_FACTS
 from .numbers import engine_value
+from .packages import INSTALLED_FACTS
 from .platforms import PLATFORM_FACTS
 from .provenance import fact_name, kernel_fact, kernel_why_fact
 from .rules import (

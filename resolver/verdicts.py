@@ -12,13 +12,12 @@ behind it.  This module only reads them back:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .notices import Notice
+from .outcome import Derivation, Outcome, Request
 from .provenance import kernel_fact, kernel_why_fact
-
-if TYPE_CHECKING:
-    from .api import Resolution
+from .rules import RulePack
 
 __all__ = ["KERNEL_UNKNOWN", "kernel_verdicts", "kernel_warnings"]
 
@@ -26,18 +25,18 @@ __all__ = ["KERNEL_UNKNOWN", "kernel_verdicts", "kernel_warnings"]
 KERNEL_UNKNOWN = "kernel-unknown"
 
 
-def kernel_verdicts(resolution: Resolution) -> dict[str, dict[str, Any]]:
+def kernel_verdicts(pack: RulePack, outcome: Outcome) -> dict[str, dict[str, Any]]:
     """Every option with a kernel role that has a backend (or whose every default was skipped: status
     ``none``), in the rule pack's order, with the verdict on its final value.  ``status`` is one of
     supported, unsupported, refused (SGLang's own checks refuse it), unknown or none; ``adapter`` is
     None where no adapter speaks (unknown, none)."""
-    facts = resolution.outcome.facts
+    facts = outcome.facts
     out: dict[str, dict[str, Any]] = {}
-    for name, option in resolution.engine.pack.options.items():
+    for name, option in pack.options.items():
         status = facts.get(kernel_fact(name))
         if not option.kernel_role or status is None:
             continue
-        backend = resolution.outcome.values.get(name)
+        backend = outcome.values.get(name)
         if backend is None and status.value != "none":
             continue  # not set: no backend of its own (prefill and decode then run --attention-backend's)
         if backend in (option.unset_values or ()):
@@ -47,21 +46,22 @@ def kernel_verdicts(resolution: Resolution) -> dict[str, dict[str, Any]]:
     return out
 
 
-def kernel_warnings(resolution: Resolution) -> tuple[Notice, ...]:
-    """A ``kernel-unknown`` warning for each chosen backend whose kernel no adapter vouches for here."""
-    platform = resolution.request.platform.name
+def kernel_warnings(pack: RulePack, request: Request, derivations: dict[str, Derivation],
+                    verdicts: dict[str, dict[str, Any]]) -> tuple[Notice, ...]:
+    """A ``kernel-unknown`` warning for each chosen backend (``verdicts``: :func:`kernel_verdicts`) whose kernel
+    no adapter vouches for here."""
+    platform = request.platform.name
     return tuple(
         Notice(KERNEL_UNKNOWN,
-               f"{_chosen(resolution, name, v['backend'])}: whether this kernel runs on {platform} is unknown "
-               f"({v['why']}); it is neither refused nor preferred (--require-known-kernels refuses it)")
-        for name, v in kernel_verdicts(resolution).items() if v["status"] == "unknown")
+               f"{_chosen(pack, request, derivations[name], v['backend'])}: whether this kernel runs on {platform} "
+               f"is unknown ({v['why']}); it is neither refused nor preferred (--require-known-kernels refuses it)")
+        for name, v in verdicts.items() if v["status"] == "unknown")
 
 
-def _chosen(resolution: Resolution, name: str, backend: Any) -> str:
+def _chosen(pack: RulePack, request: Request, d: Derivation, backend: Any) -> str:
     """A chosen backend as the warning names it: the flag as typed when the user typed it, else the option
     and the rule that picked it (a flag the user never typed must not read as typed)."""
-    d = resolution.derivations[name]
     if d.source == "user":
-        return f"{resolution.request.flags.get(name) or resolution.engine.pack.options[name].flag} {backend}"
+        return f"{request.flags.get(d.name) or pack.options[d.name].flag} {backend}"
     by = f"{d.source} rule {d.rule.id}" if d.rule is not None and d.source != "fallback" else "its declared default"
-    return f"{name} {backend} (picked by {by})"
+    return f"{d.name} {backend} (picked by {by})"

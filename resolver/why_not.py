@@ -10,48 +10,25 @@ from a sentence):
 ``not-fired``   a default rule proposing X did not fire: the first test of its nearest ``when:`` branch
                 that is false on the resolved facts (the expression evaluator of resolver/conditions.py);
 ``kernel``      the kernel adapters refuse X in O's kernel role on the target (resolver/adapters);
-``conflict``    with X typed, these conflict rules would fire (a re-resolution; only when asked, it costs
-                one resolution per value).
+``conflict``    with X typed, these conflict rules would fire (a re-resolution per value, only when asked:
+                resolver/whatif.py adds these).
 
 A value with none of these has no reason against it: no default rule proposes it, so it is not picked,
 and typing it resolves (the view says so).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .conditions import Atom
-from .resolution import _verdict, run, show_value
+from .outcome import ORDER, Loser, Reason, kernel_verdict, show_value
 from .rules import Default
 
-__all__ = ["Loser", "Reason", "describe", "first_false", "why_not"]
+if TYPE_CHECKING:
+    from .result import LaunchResult
 
-
-@dataclass(frozen=True)
-class Reason:
-    kind: str  # shadowed | skipped | not-fired | kernel | conflict
-    rule: str | None  # the rule id (a default or conflict rule), None for a kernel verdict
-    text: str  # the resolver's own words, short
-    where: str | None = None  # file:line of the rule
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "rule": self.rule, "where": self.where, "text": self.text}
-
-
-#: the strongest reason first: a refusal, then a default that fired and lost, then one that did not fire
-_ORDER = {"conflict": 0, "kernel": 1, "skipped": 2, "shadowed": 3, "not-fired": 4}
-
-
-@dataclass(frozen=True)
-class Loser:
-    value: Any
-    reasons: tuple[Reason, ...]
-    #: with the value typed instead, whether the request resolves (None: not re-resolved)
-    resolves: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "reasons": [r.to_dict() for r in self.reasons], "resolves": self.resolves}
+__all__ = ["ORDER", "Loser", "Reason", "first_false", "why_not"]
 
 
 def first_false(when, values: dict[str, Any]) -> tuple[Atom, ...]:
@@ -68,13 +45,16 @@ def _where(ref) -> str:
     return f"{ref.file}:{ref.line}"
 
 
-def why_not(res, name: str, values: list[Any] | None = None, rerun: bool = False) -> list[Loser]:
+def why_not(res: LaunchResult, name: str, values: list[Any] | None = None,
+            raised: Mapping[Any, tuple[Reason, ...]] | None = None,
+            resolves: Mapping[Any, bool] | None = None) -> list[Loser]:
     """The values of ``name`` that lost, each with what removed it; [] for an option the user set.
 
     ``values``: which values to explain (default: every value a default rule proposes, the option's
-    choices when it has a kernel role, and the candidates that lost).  ``rerun``: also re-resolve with
-    each value typed and name the conflict rules it would raise."""
-    pack = res.engine.pack
+    choices when it has a kernel role, and the candidates that lost).  Read from the resolution's data
+    alone; what each value, typed instead, raises (``raised``) and whether it resolves (``resolves``) are
+    re-resolutions, worked out by :func:`resolver.whatif.rerun_why_not`."""
+    pack = res.pack
     option = pack.options[name]
     d = res.derivations[name]
     if d.source == "user":
@@ -111,26 +91,17 @@ def why_not(res, name: str, values: list[Any] | None = None, rerun: bool = False
         candidates += [c for c in option.choices if c not in candidates]
     if option.kernel_role and res.request.kernels is not None:
         for value in candidates:
-            verdict = _verdict(res.request, option.kernel_role, value, facts)
+            verdict = kernel_verdict(res.request, option.kernel_role, value, facts)
             if verdict.status in ("unsupported", "refused"):
                 by = f"adapter {verdict.adapter}" if verdict.adapter else "the kernel adapters"
                 add(value, Reason("kernel", None, f"{by}: {verdict.status} on {res.request.platform.name}"))
-    resolves: dict[Any, bool] = {}
-    if rerun:
-        before = {c.rule.id for c in res.conflicts}
-        for value in candidates:
-            if value == d.value:
-                continue
-            trial = replace(res.request, args={**res.request.args, name: value})
-            outcome = run(res.engine.compiled, res.engine.durable, trial, brief=True)
-            resolves[value] = not outcome.conflicts
-            for c in outcome.conflicts:
-                if c.rule.id not in before:
-                    add(value, Reason("conflict", c.rule.id, f"typed, it raises {c.rule.id}", _where(c.rule)))
-    losers = [Loser(v, tuple(sorted(reasons.get(v, ()), key=lambda r: _ORDER[r.kind])), resolves.get(v))
+    for value, more in (raised or {}).items():
+        for reason in more:
+            add(value, reason)
+    losers = [Loser(v, tuple(sorted(reasons.get(v, ()), key=lambda r: ORDER[r.kind])), (resolves or {}).get(v))
               for v in candidates if v != d.value]
     # refused values first, then those a default proposed, then the rest; each group in the option's order
-    return sorted(losers, key=lambda w: min((_ORDER[r.kind] for r in w.reasons), default=len(_ORDER)))
+    return sorted(losers, key=lambda w: min((ORDER[r.kind] for r in w.reasons), default=len(ORDER)))
 
 
 def _not_fired(rule: Default, known: dict[str, Any]) -> Reason:
@@ -143,14 +114,3 @@ def _not_fired(rule: Default, known: dict[str, Any]) -> Reason:
     else:
         text = f"default {rule.ref.id} did not fire"
     return Reason("not-fired", rule.ref.id, text, _where(rule.ref))
-
-
-def describe(loser: Loser) -> str:
-    """One loser as a line of text: the value, then its reasons (or that nothing stands against it)."""
-    raised = [r.rule for r in loser.reasons if r.kind == "conflict"]
-    texts = ([f"typed, it raises {', '.join(map(str, raised))}"] if raised else []) + \
-        [r.text for r in loser.reasons if r.kind != "conflict"]
-    said = "; ".join(texts) or "no default rule proposes it here"
-    if loser.resolves:
-        said += "; typed, it resolves"
-    return f"{show_value(loser.value)}: {said}"

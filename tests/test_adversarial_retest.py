@@ -385,7 +385,7 @@ _INTERRUPTED_IMPORT = """
 import sys
 class Interrupting:
     def find_spec(self, name, path=None, target=None):
-        if name == "resolver.api":
+        if name == "resolver.core":
             raise KeyboardInterrupt  # as Ctrl-C lands while the resolver is being imported
         return None
 sys.meta_path.insert(0, Interrupting())

@@ -9,7 +9,7 @@ from resolver import resolve
 from resolver.api import get_engine, resolve_request
 from resolver.cli import main
 from resolver.explain import _typed, conflict_order
-from resolver.resolution import _verdict
+from resolver.outcome import kernel_verdict as _verdict
 from resolver.why_not import first_false, why_not
 
 DSV32 = ["--model-arch", "DeepseekV32ForCausalLM"]
@@ -34,7 +34,8 @@ def _cli(argv):
 
 def _request(argv):
     """The Resolution behind a command line (the CLI's own parsing)."""
-    from resolver.cli import _parse, request_kwargs
+    from resolver.argv import parse as _parse
+    from resolver.argv import request_kwargs
 
     engine = get_engine(None)
     return resolve_request(engine, **request_kwargs(engine, _parse(argv, engine.pack)))
@@ -99,7 +100,7 @@ def test_the_operator_transcripts_fold_what_follows():
 def test_a_platform_root_cause_comes_first_whatever_the_resolution_order():
     res = _request(CONFLICTS["nvfp4-mi300x"][0])
     for conflicts in (res.conflicts, tuple(reversed(res.conflicts))):
-        view = SimpleNamespace(conflicts=conflicts, engine=res.engine, request=res.request)
+        view = SimpleNamespace(conflicts=conflicts, pack=res.pack, request=res.request)
         ordered = conflict_order(view)
         assert ordered[0][0].rule.id == "conflict.kv.kv4-cuda-only" and ordered[0][1] is None
         assert ordered[1][0].rule.id == "conflict.trtllm-mha.decode-platform" and ordered[1][1] == 0
@@ -122,7 +123,7 @@ def test_every_why_not_reason_holds(platform, args):
     """Each reason the why-not list gives is checked against the thing it names."""
     res = resolve(args, platform=platform, model_arch="DeepseekV32ForCausalLM")
     facts = {n: f.value for n, f in res.outcome.facts.items()}
-    losers = why_not(res, "dsa_decode_backend", rerun=True)
+    losers = res.answer_why_not("dsa_decode_backend").why_not["dsa_decode_backend"]
     assert losers and res.values["dsa_decode_backend"] not in [w.value for w in losers]
     pack = res.engine.pack
     for w in losers:

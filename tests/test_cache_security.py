@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 from resolver import pack_cache
-from resolver.api import _load_and_compile
+from resolver.core import _load_and_compile
 from resolver.pack_cache import _key, cache_dir, cached_pack
 
 from .conftest import ROOT
@@ -284,21 +284,21 @@ _SWAPPER = textwrap.dedent("""
 
 _BUILD = textwrap.dedent("""
     import sys
-    from resolver.api import _load_and_compile
+    from resolver.core import _load_and_compile
     from resolver.pack_cache import cached_pack
     cached_pack(sys.argv[1], lambda: _load_and_compile(sys.argv[1]))
 """)
 
 _RESOLVER = textwrap.dedent("""
     import json, sys, time
-    from resolver import api
+    from resolver import core
     from resolver.api import get_engine, resolve_request
     rules, want, deadline = sys.argv[1], sys.argv[2], time.monotonic() + float(sys.argv[3])
-    builds, build = [], api._load_and_compile
-    api._load_and_compile = lambda d: builds.append(1) or build(d)
+    builds, build = [], core._load_and_compile
+    core._load_and_compile = lambda d: builds.append(1) or build(d)
     n = wrong = 0
     while time.monotonic() < deadline:
-        api._ENGINES.clear()  # every round goes to the cache directory again
+        core._ENGINES.clear()  # every round goes to the cache directory again
         wrong += resolve_request(get_engine(rules), platform="h100").values["b"] != want
         n += 1
     print(json.dumps({"n": n, "wrong": wrong, "builds": len(builds)}))

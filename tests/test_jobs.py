@@ -14,12 +14,12 @@ import time
 
 import pytest
 
+from resolver import jobs as jobs_module
 from resolver.api import get_engine
 from resolver.cli import main
+from resolver.jobs import MIN_ITEMS_PER_JOB, Progress, plan_jobs, run_ordered
 from resolver.loader import default_rules_dir
-from resolver.tools import jobs as jobs_module
 from resolver.tools.batch import run_batch
-from resolver.tools.jobs import MIN_ITEMS_PER_JOB, Progress, plan_jobs, run_ordered
 from resolver.tools.matrix import survey
 from resolver.tools.sweep import requests, run_sweep
 
@@ -192,7 +192,7 @@ def test_without_a_terminal_progress_is_nothing():
 
 _DRAW = """
 import io, sys
-from resolver.tools.jobs import Progress
+from resolver.jobs import Progress
 class Terminal(io.StringIO):
     def isatty(self):
         return True

@@ -12,7 +12,7 @@ from resolver.api import get_engine, resolve_request
 from resolver.cli import main
 from resolver.fixes import attach_fixes
 from resolver.resolution import run
-from resolver.verdicts import KERNEL_UNKNOWN, kernel_verdicts, kernel_warnings
+from resolver.verdicts import KERNEL_UNKNOWN
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128}
 DSV3 = {"architectures": ["DeepseekV3ForCausalLM"], "kv_lora_rank": 512, "num_key_value_heads": 128}
@@ -44,7 +44,7 @@ def test_the_kernel_evidence_stays_out_of_the_headline():
 
 def test_an_unknown_verdict_on_an_untyped_backend_names_the_rule_that_picked_it():
     res = resolve({"kv_cache_dtype": "nvfp4"}, platform="sm120", model=LLAMA)
-    said = [w.message for w in kernel_warnings(res)]
+    said = [w.message for w in tuple(w for w in res.warnings if w.code == KERNEL_UNKNOWN)]
     assert said, "no kernel-unknown warning to check"
     for message in said:
         assert not message.startswith("--"), message  # never a flag the user did not type
@@ -102,7 +102,7 @@ def test_wave_is_refused_on_cuda_and_unknown_on_rocm():
     c = _conflicts({"attention_backend": "wave"}, "h100", LLAMA)["conflict.kernel.attention.cannot-run"]
     assert "AMDGPU only" in _said(c) and "medium" in _said(c)
     res = resolve({"attention_backend": "wave"}, platform="mi300x", model=LLAMA)
-    assert kernel_verdicts(res)["attention_backend"]["status"] == "unknown"
+    assert res.kernels["attention_backend"]["status"] == "unknown"
 
 
 # --- 2. an absent package takes its kernels with it -----------------------------------------------------
@@ -208,7 +208,7 @@ def test_a_package_probed_absent_counts_under_check_installed(monkeypatch, reque
 
 def test_every_chosen_backend_carries_its_verdict():
     res = resolve({}, platform="b200", model=DSV32)
-    verdicts = kernel_verdicts(res)
+    verdicts = res.kernels
     # unset ones: none; the DeepSeek family's MoE runner on SM100 is FlashInfer's TRT-LLM MoE
     assert set(verdicts) == {"attention_backend", "dsa_prefill_backend", "dsa_decode_backend", "moe_runner_backend"}
     assert verdicts["moe_runner_backend"]["status"] == "supported"
@@ -220,16 +220,16 @@ def test_every_chosen_backend_carries_its_verdict():
     # dsa runs the DSA backends' kernels: its verdict is theirs, not "unknown"
     assert verdicts["attention_backend"]["status"] == "delegated"
     assert verdicts["attention_backend"]["adapter"] == "dsa-dispatch"
-    assert kernel_warnings(res) == ()
+    assert tuple(w for w in res.warnings if w.code == KERNEL_UNKNOWN) == ()
 
 
 def test_verdicts_of_a_refused_and_an_all_skipped_option():
     engine = get_engine()
     refused = resolve_request(engine, args={"attention_backend": "ascend"}, platform="h100", model=LLAMA, fixes=False)
-    v = kernel_verdicts(refused)["attention_backend"]
+    v = refused.kernels["attention_backend"]
     assert (v["backend"], v["status"], v["adapter"]) == ("ascend", "unsupported", "ascend")
     none = resolve_request(engine, args={}, platform="rtx5090", model=DSV32, fixes=False)
-    v = kernel_verdicts(none)["dsa_decode_backend"]
+    v = none.kernels["dsa_decode_backend"]
     assert v["backend"] is None and v["status"] == "none" and v["adapter"] is None and "trtllm" in v["why"]
 
 
@@ -240,8 +240,8 @@ def test_verdicts_of_a_refused_and_an_all_skipped_option():
 ])
 def test_an_unknown_verdict_is_a_warning(args, platform, option):
     res = resolve(args, platform=platform, model=LLAMA)
-    assert res.ok and kernel_verdicts(res)[option]["status"] == "unknown"
-    (warning,) = kernel_warnings(res)
+    assert res.ok and res.kernels[option]["status"] == "unknown"
+    (warning,) = tuple(w for w in res.warnings if w.code == KERNEL_UNKNOWN)
     assert warning.code == KERNEL_UNKNOWN == "kernel-unknown"
     flag = res.engine.pack.options[option].flag
     assert warning.message.startswith(f"{flag} {args[option]}: whether this kernel runs on ")

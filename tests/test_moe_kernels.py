@@ -15,7 +15,6 @@ from resolver import ConflictError, resolve
 from resolver.adapters import registry
 from resolver.adapters.base import AdapterError, Claim, KernelAdapter, validate
 from resolver.adapters.moe import ADAPTERS
-from resolver.verdicts import kernel_verdicts
 
 from .oracle import ORACLE, oracle_python
 from .test_moe_overrides import (
@@ -163,7 +162,7 @@ def test_a_runner_that_cannot_run_is_refused_and_its_fix_resolves(case, evidence
         fixed = {k: v for k, v in args.items() if k not in fix.unset}
         fixed.update(fix.set)
         res = resolve(fixed, platform=platform, model=model)
-        assert res.ok and kernel_verdicts(res).get("moe_runner_backend", {}).get("status") != "unsupported"
+        assert res.ok and res.kernels.get("moe_runner_backend", {}).get("status") != "unsupported"
     assert c.fixes[0].unset == ("moe_runner_backend",)  # first: let SGLang pick (auto)
 
 
@@ -172,14 +171,14 @@ def test_unknown_is_not_refused(case):
     _, platform, model, args, (status, runner) = _CASE[case]
     res = resolve(args, platform=platform, model=model)
     assert status == "resolved" and res.values["moe_runner_backend"] == runner
-    assert kernel_verdicts(res)["moe_runner_backend"]["status"] == "unknown"
+    assert res.kernels["moe_runner_backend"]["status"] == "unknown"
     assert any(w.code == "kernel-unknown" and "--moe-runner-backend" in w.message for w in res.warnings)
 
 
 def test_auto_is_no_kernel_and_gets_no_warning():
     res = resolve({}, platform="sm80", model=DSV3)
     assert res.values["moe_runner_backend"] == "auto"
-    assert "moe_runner_backend" not in kernel_verdicts(res)
+    assert "moe_runner_backend" not in res.kernels
     assert not any("--moe-runner-backend" in w.message for w in res.warnings)
 
 
@@ -232,7 +231,7 @@ def test_claims_are_narrowed_by_the_weights_sglang_ends_with():
         resolve({"moe_runner_backend": "cutlass", "quantization": "unquant"}, platform="sm86", model=DSV3)
     # unquantized weights: no claim of cutlass applies, unknown and not refused
     res = resolve({"moe_runner_backend": "cutlass"}, platform="sm86", model=unquantised(DSV3))
-    assert kernel_verdicts(res)["moe_runner_backend"]["status"] == "unknown"
+    assert res.kernels["moe_runner_backend"]["status"] == "unknown"
 
 
 def test_a_quantization_qualifier_is_validated():
@@ -280,7 +279,7 @@ def test_a_dense_model_runs_no_moe_kernel():
     from .test_moe_overrides import LLAMA
 
     res = resolve({"moe_runner_backend": "flashinfer_trtllm"}, platform="sm90", model=LLAMA)
-    assert res.ok and kernel_verdicts(res)["moe_runner_backend"]["status"] == "unsupported"  # reported, not refused
+    assert res.ok and res.kernels["moe_runner_backend"]["status"] == "unsupported"  # reported, not refused
 
 
 def test_require_known_kernels_refuses_an_unknown_runner_not_auto():

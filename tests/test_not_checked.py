@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from resolver import api, resolve
+from resolver import api, core, resolve
 from resolver.checks import catalogue
 from resolver.cli import main
 
@@ -26,7 +26,7 @@ SOME_CHECK = next(c for c in catalogue() if c.status == "not-modelled" and c.fie
 @pytest.fixture
 def one_unevaluated(monkeypatch):
     """Every resolution names SOME_CHECK as not evaluated (the catalogue's own choice is tested below)."""
-    monkeypatch.setattr(api, "not_checked", lambda *args, **kwargs: (SOME_CHECK,))
+    monkeypatch.setattr(core, "not_checked", lambda *args, **kwargs: (SOME_CHECK,))
 
 
 def _cli(argv, stdin=None):

@@ -797,7 +797,7 @@ def ask_resolver(requests: list[dict], engine: Engine, jobs: int = 1) -> dict[st
     on that many processes (each with the shipped rules), for the grids' thousands of requests."""
     if jobs <= 1:
         return dict(_resolve_one(engine, r) for r in requests)
-    from resolver.tools.jobs import run_ordered
+    from resolver.jobs import run_ordered
 
     return dict(run_ordered(_resolver_engine, (), _resolve_one, requests, jobs, chunk=64))
 

@@ -21,7 +21,10 @@ import sys
 from importlib.metadata import entry_points
 from typing import Any
 
-__all__ = ["BOOT", "main"]
+__all__ = ["BOOT", "GROUP", "main"]
+
+#: the entry-point group third-party kernel adapters register under
+GROUP = "resolver.kernels"
 
 #: the child's bootstrap: the parent's sys.path (a plugin installed where the parent sees it), then main()
 BOOT = ("import json, signal, sys; signal.signal(signal.SIGALRM, signal.SIG_DFL); "
@@ -49,8 +52,6 @@ def main(argv: list[str]) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     sys.stdout = sys.stderr  # stderr is /dev/null already (resolver/child.py)
-    from .registry import GROUP
-
     found = {ep.name: ep for ep in entry_points(group=GROUP)}
     for name in names:
         try:

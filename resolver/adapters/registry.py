@@ -39,16 +39,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..child import ChildFailed, capture
-from ..installed import canonical_package
 from ..notices import Notice
+from ..packages import distribution
 from ..platforms import ALL_PLATFORMS
 from ..terminal import Terminated
 from .base import ROLE_FALLBACK, AdapterError, Claim, KernelAdapter, Probe, validate
-from .plugin_child import BOOT
+from .plugin_child import BOOT, GROUP
 
 __all__ = ["GROUP", "PROBE_TIMEOUT", "WARNING_PLUGIN", "WARNING_PROBE", "Registry", "registry", "reload_registry"]
 
-GROUP = "resolver.kernels"
 #: seconds all probes together may take (they run in parallel); a probe still running then is abandoned
 PROBE_TIMEOUT = 5.0
 #: seconds a plugin's import may take in its child process (a cold start of a kernel package's Python)
@@ -250,7 +249,7 @@ def _run_probes(adapters: list[KernelAdapter], timeout: float, entry_points: Map
 
 def _package(adapter: KernelAdapter) -> str | None:
     """The adapter's package under its canonical spelling (the one ``absent`` is keyed by)."""
-    return (canonical_package(adapter.package) or adapter.package) if adapter.package else None
+    return distribution(adapter.package) if adapter.package else None
 
 
 def _absent(adapter: KernelAdapter, absent: Mapping[str, str]) -> Verdict:

@@ -107,7 +107,7 @@ def _typed(parser: argparse.ArgumentParser, ns: argparse.Namespace, pack: RulePa
 
 def _write_back(parser: argparse.ArgumentParser, ns: argparse.Namespace, res: Resolution) -> None:
     """Write what the resolution decided into ``ns`` (the contract in the module docstring)."""
-    for name, opt in res.engine.pack.options.items():
+    for name, opt in res.pack.options.items():
         action = None if opt.env or opt.no_cli else _existing(parser, [opt.flag, *opt.aliases])
         if action is None:
             continue

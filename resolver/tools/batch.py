@@ -113,7 +113,7 @@ def run_batch(engine: Engine, lines, out: TextIO | Output, err: TextIO | Output,
     the one written; 1 (the default): each line is answered before the next is read."""
     from contextlib import closing
 
-    from .jobs import Progress, run_ordered
+    from ..jobs import Progress, run_ordered
 
     out, err = Output.of(out), Output.of(err)
     counts = {"resolved": 0, "unchecked": 0, "conflict": 0, "error": 0}

@@ -19,10 +19,10 @@ __all__ = ["checks"]
 
 
 def checks(argv: list[str], out: TextIO) -> int:
-    from ..commands import _parser
+    from ..argv import subcommand_parser
 
-    p = _parser("checks", "Show which of SGLang's launch checks (every raise and assert of its launch resolution) "
-                          "the rules encode, and why the others are not (docs/checks.md).")
+    p = subcommand_parser("checks", "Show which of SGLang's launch checks (every raise and assert of its launch "
+                                    "resolution) the rules encode, and why the others are not (docs/checks.md).")
     p.add_argument("target", nargs="?", metavar="FUNCTION_OR_MODULE",
                    help="only this SGLang function (handle_context_parallelism, "
                         "srt/arg_groups/parallel_hook.py:handle_context_parallelism) or module (parallel_hook, "

@@ -94,7 +94,7 @@ def diff_outcomes(old_engine, new_engine, requests: list[dict],
     """The changes, grouped; and the requests invalid under both packs (with the error), which
     compare equal but check nothing.  ``jobs`` > 1 resolves on that many processes (each loads the
     two packs from their directories); the outcomes are grouped in the requests' order all the same."""
-    from .jobs import Progress, run_ordered
+    from ..jobs import Progress, run_ordered
 
     groups: dict[tuple, Change] = {}
     invalid = []
@@ -172,10 +172,10 @@ def _describe(change: Change, pack) -> str:
 def diff(argv: list[str], out) -> int:
     """``resolve diff``: exit 0 when no request changes, 1 when some do, 2 on bad input."""
     from ..api import get_engine
-    from ..commands import _parser
-    from .jobs import add_jobs_argument, plan_jobs
+    from ..argv import subcommand_parser
+    from ..jobs import add_jobs_argument, plan_jobs
 
-    p = _parser("diff", "Compare two rule packs: which launch requests change outcome, grouped by cause.")
+    p = subcommand_parser("diff", "Compare two rule packs: which launch requests change outcome, grouped by cause.")
     p.add_argument("old", metavar="OLD", help="the rule directory before")
     p.add_argument("new", metavar="NEW", help="the rule directory after")
     p.add_argument("--requests", metavar="FILE", help="launch requests to check, one JSON object per line (batch "

@@ -267,10 +267,10 @@ def lint(argv: list[str], out) -> int:
     """``resolve lint``: exit 0 when the pack is clean, 1 with findings, 2 on bad input."""
     import json
 
-    from ..commands import _parser
-    from .jobs import add_jobs_argument
+    from ..argv import subcommand_parser
+    from ..jobs import add_jobs_argument
 
-    p = _parser("lint", "Check a rule pack: static checks, then an exhaustive sweep of real requests.")
+    p = subcommand_parser("lint", "Check a rule pack: static checks, then an exhaustive sweep of real requests.")
     p.add_argument("--rules", metavar="DIR", help="the rule pack to check (default: the shipped rules)")
     p.add_argument("--no-sweep", action="store_true", help="static checks only (fast)")
     add_jobs_argument(p, 0, "the sweep's requests")

@@ -167,9 +167,9 @@ def _cell(engine, cell: _Cell) -> tuple[dict[str, Any], tuple[Reason, ...]]:
 
 def survey(engine, jobs: int = 1) -> Survey:
     """Resolve every cell of the matrix; ``jobs`` > 1 on that many processes (each loading the pack
-    from its directory), 0 as many as the work pays for (resolver/tools/jobs.py), with the same result."""
+    from its directory), 0 as many as the work pays for (resolver/jobs.py), with the same result."""
     from ..adapters import registry
-    from .jobs import Progress, plan_jobs, run_ordered
+    from ..jobs import Progress, plan_jobs, run_ordered
 
     kv_dtypes, unset = _kv_dtypes(engine.pack)
     result = Survey(_backend_options(engine.pack), kv_dtypes, unset)
@@ -422,12 +422,12 @@ def render_json(result: Survey, rules: str | None) -> str:
 
 def matrix(argv: list[str], out: TextIO) -> int:
     from ..api import get_engine
-    from ..commands import _parser
-    from .jobs import add_jobs_argument
+    from ..argv import subcommand_parser
+    from ..jobs import add_jobs_argument
 
-    p = _parser("matrix", "Tables of what each backend option resolves to, accepts and refuses (with the reason) "
-                          "across platforms, KV-cache dtypes and model kinds, from the rules and kernel adapters.",
-                formats=("markdown", "json", "text"))
+    p = subcommand_parser("matrix", "Tables of what each backend option resolves to, accepts and refuses (with the "
+                                    "reason) across platforms, KV-cache dtypes and model kinds, from the rules and "
+                                    "kernel adapters.", formats=("markdown", "json", "text"))
     p.add_argument("--rules", metavar="DIR", help="use the rule files of DIR instead of the shipped ones")
     add_jobs_argument(p, 0, "the cells")
     ns = p.parse_args(argv)

@@ -154,9 +154,9 @@ def _check(context: tuple[Any, dict], req: dict) -> SweepReport:
 
 def run_sweep(rules: str | None, pack, jobs: int | None = None, only=None, chunk: int = 24) -> SweepReport:
     """Run every request (or those ``only`` keeps) on ``jobs`` processes (0 or None: one per usable CPU,
-    as far as the work pays for them: resolver/tools/jobs.py), handed out ``chunk`` at a time; a bar on
+    as far as the work pays for them: resolver/jobs.py), handed out ``chunk`` at a time; a bar on
     stderr when it is a terminal."""
-    from .jobs import Progress, plan_jobs, run_ordered
+    from ..jobs import Progress, plan_jobs, run_ordered
 
     todo = [r for r in requests(pack) if only is None or only(r)]
     jobs = plan_jobs(jobs, len(todo))

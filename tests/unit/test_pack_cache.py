@@ -8,8 +8,8 @@ import weakref
 
 import pytest
 
-from resolver import api, pack_cache
-from resolver.api import _load_and_compile, get_engine, resolve_request
+from resolver import core, pack_cache
+from resolver.core import _load_and_compile, get_engine, resolve_request
 from resolver.errors import EngineError
 from resolver.loader import default_rules_dir
 from resolver.pack_cache import _key, cache_dir, cached_pack, from_data, to_data
@@ -141,10 +141,10 @@ def test_a_pack_read_back_equals_a_freshly_loaded_one(tmp_path, monkeypatch):
 
 def test_resolutions_from_a_cached_pack_are_the_same(tmp_path, monkeypatch):
     directory = default_rules_dir()
-    fresh = api.Engine(*(built := _load_and_compile(directory)), api.DurableMatcher(built[1]),
-                       api.ReferenceMatcher(built[1]))
+    fresh = core.Engine(*(built := _load_and_compile(directory)), core.DurableMatcher(built[1]),
+                       core.ReferenceMatcher(built[1]))
     pack, compiled = from_data(json.loads(pack_cache._encode("k" * 64, built).split(b"\n", 1)[1]))
-    cached = api.Engine(pack, compiled, api.DurableMatcher(compiled), api.ReferenceMatcher(compiled))
+    cached = core.Engine(pack, compiled, core.DurableMatcher(compiled), core.ReferenceMatcher(compiled))
     for platform in ("h100", "a100", "b200", "mi300x"):
         for arch in ("LlamaForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"):
             for args in ({}, {"kv_cache_dtype": "fp8_e4m3"}, SEED_ARGS):
@@ -243,8 +243,8 @@ def test_the_process_keeps_a_few_engines_and_frees_the_others(rules_dir, tmp_pat
     get_engine(dirs[-1])  # frees whatever was evicted since the last call
     gc.collect()
     alive = [r() is not None for r in refs]
-    assert len(api._ENGINES) <= api._MAX_ENGINES and sum(alive) <= api._MAX_ENGINES
-    assert alive[-api._MAX_ENGINES:] == [True] * api._MAX_ENGINES
+    assert len(core._ENGINES) <= core._MAX_ENGINES and sum(alive) <= core._MAX_ENGINES
+    assert alive[-core._MAX_ENGINES:] == [True] * core._MAX_ENGINES
     for matcher, live in zip(matchers, alive, strict=True):
         assert bool(matcher._host._ruleset_directory) == live  # the evicted ones' rulesets are deleted
     # a closed matcher refuses to run, it does not crash
@@ -254,11 +254,11 @@ def test_the_process_keeps_a_few_engines_and_frees_the_others(rules_dir, tmp_pat
 
 
 def test_an_evicted_engine_still_in_use_keeps_working(tmp_path):
-    dirs = _small_dirs(tmp_path, api._MAX_ENGINES + 2)
+    dirs = _small_dirs(tmp_path, core._MAX_ENGINES + 2)
     held = get_engine(dirs[0])
     for d in dirs[1:]:
         get_engine(d)
-    assert all(k[0] != dirs[0] for k in api._ENGINES)  # evicted, but held here: not freed
+    assert all(k[0] != dirs[0] for k in core._ENGINES)  # evicted, but held here: not freed
     assert resolve_request(held, platform="h100").values["b"] == "y"
     matcher = held.durable
     del held

@@ -27,8 +27,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from ..errors import InputError, ResolverError
-from ..terminal import signals_deferred
+from .errors import InputError, ResolverError
+from .terminal import signals_deferred
 
 if TYPE_CHECKING:  # imported where used: the command line starts without them
     from concurrent.futures import Future, ProcessPoolExecutor

@@ -24,7 +24,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import resolver.engine as engine_module  # noqa: E402
-from resolver.api import Engine, _load_and_compile, get_engine, resolve_request  # noqa: E402
+from resolver.core import Engine, _load_and_compile, get_engine, resolve_request  # noqa: E402
 from resolver.engine import DurableMatcher, ReferenceMatcher  # noqa: E402
 from resolver.resolution import run  # noqa: E402
 

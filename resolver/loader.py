@@ -276,7 +276,7 @@ def load_rules(directory: str | None = None) -> RulePack:
     if not paths:
         problems.append(RuleFileProblem(directory, 0, "no *.yaml rule files in this directory", code="schema"))
         raise RuleFileErrors(problems)
-    shipped = directory == os.path.abspath(default_rules_dir())
+    shipped = is_shipped(directory)
     too_many = _pack_problem(paths, 0)
     if too_many is not None:
         raise RuleFileErrors([RuleFileProblem(_display_path(directory), 0, too_many, code="schema")])
@@ -316,8 +316,7 @@ def _read_documents(directory: str, paths: list[str], shipped: bool,
     over_cap = False
     budget, read = _Budget(), 0  # what the files read so far expanded to, and their bytes
     for path in paths:
-        # the shipped pack is cited as rules/NAME wherever it is installed
-        rel = os.path.join("rules", os.path.basename(path)) if shipped else _display_path(path)
+        rel = cited_path(path, shipped)
         try:
             # a regular file under the size cap: a FIFO or /dev/zero is refused unread
             text = read_text(path, MAX_RULE_FILE_BYTES)
@@ -339,6 +338,17 @@ def _read_documents(directory: str, paths: list[str], shipped: bool,
             problems.append(RuleFileProblem(rel, 0, str(exc), code="schema"))
             over_cap = True
     return documents, over_cap
+
+
+def cited_path(path: str, shipped: bool) -> str:
+    """A rule file's ``path`` as its rules are cited: the shipped pack as rules/NAME wherever it is
+    installed, any other relative to the working directory when inside it."""
+    return os.path.join("rules", os.path.basename(path)) if shipped else _display_path(path)
+
+
+def is_shipped(directory: str) -> bool:
+    """Whether the absolute ``directory`` is the shipped rules."""
+    return directory == os.path.abspath(default_rules_dir())
 
 
 def _display_path(path: str) -> str:

@@ -4,9 +4,11 @@ server launch) does not parse, validate and compile the same YAML again.
 An entry is DATA: a JSON document that is only parsed and turned back into the pack's
 dataclasses by the explicit functions below (never pickle, marshal or eval), so nothing in the
 cache directory can make a process run code.  Each entry carries the key it was built for: a
-hash of the format version, the package's location, the rules directory, the working directory
-(rule locations are shown relative to it), every rule file's path and content, and the source
-of the modules that decide what a pack becomes.  An entry whose key differs from the one
+hash of the format version, the package's location, the rules directory's absolute path, every
+rule file's path and content, and the source of the modules that decide what a pack becomes.  Not
+the working directory: an entry holds a rule file's absolute path, shown relative to the working
+directory of the process that reads it (the shipped pack is cited as rules/NAME everywhere), so a
+first call from a new directory reads the entry the last one wrote.  An entry whose key differs from the one
 computed from the files now is ignored and rebuilt.
 
 An entry is also checked for integrity before anything in it is used: its first line holds a
@@ -44,7 +46,7 @@ from .compiler import _ANCHOR, CompiledBranch, CompiledPack, emit_ruleset
 from .conditions import Atom, Condition
 from .errors import InputError
 from .expressions import parse_expression
-from .loader import rule_files
+from .loader import cited_path, is_shipped, rule_files
 from .numbers import engine_value
 from .rules import Adjust, Compute, Conflict, Default, Fact, FixHint, Option, RulePack, RuleRef
 from .safe_io import MAX_RULE_FILE_BYTES, read_text
@@ -180,7 +182,8 @@ def _open_dir() -> int | None:
 
 def _key(directory: str) -> str:
     here = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256(f"launch-resolver pack {_FORMAT}\0{here}\0{directory}\0{os.getcwd()}".encode())
+    directory = os.path.abspath(directory)
+    h = hashlib.sha256(f"launch-resolver pack {_FORMAT}\0{here}\0{directory}".encode())
     for path in [*(os.path.join(here, c) for c in _CODE), *rule_files(directory)]:
         # bounded, regular files only: a rule file swapped for a FIFO or /dev/zero must not hang this
         content = read_text(path, MAX_RULE_FILE_BYTES).encode("utf-8")
@@ -198,10 +201,6 @@ _OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "join", *_SEQ})
 
 def _ref(r: RuleRef) -> list:
     return [r.id, r.file, r.line]
-
-
-def _ref_of(d: list) -> RuleRef:
-    return RuleRef(*d)
 
 
 def _atom(a: Atom) -> list:
@@ -249,6 +248,18 @@ def _pack_data(p: RulePack) -> dict[str, Any]:
 
 
 def _pack_of(d: dict[str, Any]) -> RulePack:
+    # a rule file is cited as the loader cites it from this process's working directory, which need
+    # not be the one the entry was written from (the key leaves it out)
+    directory = d["directory"]
+    shipped = is_shipped(directory)
+    cited: dict[str, str] = {}
+
+    def _ref_of(r: list) -> RuleRef:
+        rid, file, line = r
+        if file not in cited:
+            cited[file] = cited_path(os.path.join(directory, os.path.basename(file)), shipped)
+        return RuleRef(rid, cited[file], line)
+
     options = {}
     for (ref, doc, name, flag, typ, help_, choices, aliases, value_aliases, unset, default, minimum, role, env, no_cli,
          alias_note, omit_only, skip, not_decided) in d["options"]:
@@ -266,7 +277,7 @@ def _pack_of(d: dict[str, Any]) -> RulePack:
                                tuple(FixHint(desc, dict(set_), tuple(unset)) for desc, set_, unset in hints), remedy)
                       for ref, doc, when, message, option, allowed, evidence, hints, remedy in d["conflicts"])
     levels = tuple(tuple(level) for level in d["levels"])
-    return RulePack(d["directory"], options, facts, defaults, adjusts, conflicts, levels, computes)
+    return RulePack(directory, options, facts, defaults, adjusts, conflicts, levels, computes)
 
 
 def _compiled_data(c: CompiledPack) -> dict[str, Any]:

@@ -308,7 +308,7 @@ _RESOLVER = textwrap.dedent("""
 def test_swapping_the_cache_directory_during_resolutions_changes_nothing(tmp_path, monkeypatch, packs):
     """One process keeps renaming planted directories in and out; another resolves meanwhile."""
     seconds = 2.5
-    monkeypatch.chdir(tmp_path)  # the key covers the working directory: the same as the processes'
+    monkeypatch.chdir(tmp_path)  # where the processes run: a relative path means the same here
     cache, marker = tmp_path / "cache", tmp_path / "ran"
     key = _key(packs["rules"])
     name = key + ".json"

@@ -139,6 +139,26 @@ def test_a_pack_read_back_equals_a_freshly_loaded_one(tmp_path, monkeypatch):
         assert list(compiled.ruleset) == list(fresh_compiled.ruleset)
 
 
+def test_an_entry_serves_every_working_directory_with_its_own_citations(tmp_path, monkeypatch):
+    """The key leaves the working directory out: a first call from a new directory reads the entry,
+    and a rule is cited from where the reader runs, as a fresh load there cites it."""
+    monkeypatch.setenv("LAUNCH_RESOLVER_CACHE", str(tmp_path / "cache"))
+    small = tmp_path / "packs" / "small"
+    small.mkdir(parents=True)
+    (small / "a.yaml").write_text(SMALL)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    calls, build = _counting(str(small))
+    cited = {}
+    for where in (tmp_path / "packs", elsewhere, small):
+        monkeypatch.chdir(where)
+        pack, _ = cached_pack(str(small), build)
+        assert pack == _load_and_compile(str(small))[0]  # equal to a fresh load here, citations and all
+        cited[where.name] = pack.rule("conflict.z").ref.file
+    assert len(calls) == 1
+    assert cited == {"packs": os.path.join("small", "a.yaml"), "elsewhere": str(small / "a.yaml"), "small": "a.yaml"}
+
+
 def test_resolutions_from_a_cached_pack_are_the_same(tmp_path, monkeypatch):
     directory = default_rules_dir()
     fresh = core.Engine(*(built := _load_and_compile(directory)), core.DurableMatcher(built[1]),

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import resolver.engine as engine_module  # noqa: E402
 from resolver.core import Engine, _load_and_compile, get_engine, resolve_request  # noqa: E402
-from resolver.engine import DurableMatcher, ReferenceMatcher  # noqa: E402
+from resolver.engine import ReferenceMatcher  # noqa: E402
 from resolver.resolution import run  # noqa: E402
 
 ARCH = "DeepseekV32ForCausalLM"
@@ -154,7 +154,7 @@ def padded_engine(copies: int) -> Engine:
         pack, compiled = _load_and_compile(directory)
     finally:
         shutil.rmtree(directory)
-    return Engine(pack, compiled, DurableMatcher(compiled), ReferenceMatcher(compiled))
+    return Engine(pack, compiled, ReferenceMatcher(compiled))
 
 
 def scaling_rows(copies: tuple[int, ...], n: int) -> list[tuple]:

@@ -272,7 +272,9 @@ def _run(argv: list[str], out: Output, err: Output) -> int:
         if ns.jobs != 1:
             raise InputError("--jobs is for --batch (and the subcommands lint, diff and matrix): "
                              "one launch is one resolution")
-        return _single(engine, ns, out, err)
+        # one launch, one resolution: matched in Python, where durable-rules' rulesets would cost more to build
+        # than the resolution (Engine.one_shot); --batch keeps durable-rules, built once for every line
+        return _single(engine.one_shot(), ns, out, err)
     except UsageError as exc:
         _report(err, (str(exc),))
         return EXIT_INPUT

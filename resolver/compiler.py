@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
@@ -125,12 +126,17 @@ def fact_keys(b: CompiledBranch) -> tuple[tuple, ...]:
 class CompiledPack:
     pack: RulePack
     branches: dict[str, CompiledBranch]
-    ruleset: dict[str, dict]  # every branch's durable rule by key, and the sink (each part has its copy)
     adjust_steps: dict[str, tuple[Adjust, ...]]  # option -> its adjustments, in order
     reads: frozenset[str]  # every name some branch reads (input facts nobody reads are not asserted)
     parts: tuple[tuple[str, ...], ...]  # branch keys of each durable-rules ruleset, each within the limits
     #: what the modules that run the pack work out from it once, by key (never part of its identity)
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def ruleset(self) -> dict[str, dict]:
+        """Every branch's durable rule by key, and the sink (each part has its copy): emitted from the branches
+        when durable-rules first takes the pack (a pack read from the cache and matched in Python never is)."""
+        return emit_ruleset(self.branches)
 
 
 def part_ruleset(ruleset: dict[str, dict], keys: tuple[str, ...]) -> dict[str, dict]:
@@ -170,8 +176,10 @@ def compile_pack(pack: RulePack) -> CompiledPack:
     if problems:
         raise RuleFileErrors(problems)
     reads = frozenset(n for b in branches.values() for a in b.atoms for n in a.names())
-    return CompiledPack(pack, branches, ruleset, {k: tuple(v) for k, v in steps.items()}, reads,
-                        tuple(part for part, _ in parts))
+    compiled = CompiledPack(pack, branches, {k: tuple(v) for k, v in steps.items()}, reads,
+                            tuple(part for part, _ in parts))
+    compiled.__dict__["ruleset"] = ruleset  # the one just checked: the cached property's value, not emitted again
+    return compiled
 
 
 def durable_rule(branch: CompiledBranch) -> dict:

@@ -24,7 +24,6 @@ from .draft import GEMMA4_ASSISTANTS, draft_facts, find_draft
 from .engine import DurableMatcher, Engine, ReferenceMatcher
 from .errors import InputError
 from .explain import render_text, to_json_dict
-from .fixes import attach_fixes, platforms_that_resolve
 from .installed import installed_facts
 from .loader import check_rule_files, default_rules_dir, load_rules, rule_files
 from .model import model_facts
@@ -65,7 +64,7 @@ def _load_and_compile(directory: str) -> tuple[RulePack, CompiledPack]:
 
 def _engine_of(built: tuple[RulePack, CompiledPack]) -> Engine:
     pack, compiled = built
-    return Engine(pack, compiled, DurableMatcher(compiled), ReferenceMatcher(compiled))
+    return Engine(pack, compiled, ReferenceMatcher(compiled))
 
 
 def get_engine(rules: str | None = None) -> Engine:
@@ -88,7 +87,7 @@ def get_engine(rules: str | None = None) -> Engine:
             engine = cached_pack(directory, lambda: _load_and_compile(directory), _engine_of)
             # the callback only queues (it runs wherever the last reference drops, maybe inside a
             # resolution); atexit=False: the process's end frees everything anyway
-            weakref.finalize(engine, _RETIRED.append, engine.durable).atexit = False
+            weakref.finalize(engine, _RETIRED.extend, engine.built).atexit = False
             _ENGINES[key] = engine
             while len(_ENGINES) > _MAX_ENGINES:
                 _ENGINES.popitem(last=False)
@@ -221,11 +220,14 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                       installed_facts(installed, probed), spelled, bool(strict), kernels, unchecked,
                       require_known_kernels=bool(require_known_kernels), draft=draft, environment=environment,
                       platform_how=how)
-    outcome = run(engine.compiled, engine.durable, request)
-    conflicts = attach_fixes(engine, request, outcome) if outcome.conflicts and fixes else outcome.conflicts
-    # no change of options helps: say where the same launch would resolve
-    elsewhere = (platforms_that_resolve(engine, request)
-                 if fixes and conflicts and not any(c.fixes for c in conflicts) else None)
+    outcome = run(engine.compiled, engine.matcher, request)
+    conflicts, elsewhere = outcome.conflicts, None
+    if outcome.conflicts and fixes:
+        from .fixes import attach_fixes, platforms_that_resolve  # a resolved launch (most calls) needs no fix search
+
+        conflicts = attach_fixes(engine, request, outcome)
+        # no change of options helps: say where the same launch would resolve
+        elsewhere = platforms_that_resolve(engine, request) if not any(c.fixes for c in conflicts) else None
     # the adapters' own problems (a plugin that did not load, a probe without an answer) go on every
     # result they could change, so a verdict never silently rests on a missing adapter
     kernel_notices = kernels.warnings()

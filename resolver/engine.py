@@ -22,8 +22,11 @@ its retraction (P16); the 3.12 ``utcfromtimestamp`` warning is filtered for ``du
 only (P11).
 
 :class:`ReferenceMatcher` evaluates the same compiled branches in Python.  It screens fix
-candidates quickly and is the oracle of the differential tests; it never decides a result
-on its own (every listed fix is re-checked by durable-rules).
+candidates quickly and is the oracle of the differential tests (tests/test_differential.py
+holds the two to the same firings on every launch it draws).  A process that resolves once
+(the command line on one launch: :meth:`Engine.one_shot`) matches on it alone: building
+durable-rules' rulesets would cost it more than the resolution.  Every long-lived engine (the
+API, batch, a server's launch pipeline) resolves and re-checks every listed fix on durable-rules.
 """
 from __future__ import annotations
 
@@ -34,9 +37,9 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from .compiler import SINK, CompiledPack, fact_bucket, fact_keys, part_ruleset
 from .conditions import Atom, compiled_test
@@ -386,7 +389,7 @@ class ReferenceMatcher:
         self.needs: dict[str, int] = {}  # branch -> how many facts it matches
         self.by_fact: dict[tuple, list[str]] = {}
         # branch -> its tests (conditions.compiled_test) and the names it reads, worked out when it is first
-        # tested (a one-shot CLI call tests none: it builds this matcher but resolves on durable-rules)
+        # tested (a resolution tests a few hundred of the pack's branches)
         self.tests: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {}
         for key, b in compiled.branches.items():
             facts = fact_keys(b)
@@ -461,12 +464,37 @@ _ABSENT = object()
 
 @dataclass
 class Engine:
-    """A compiled rule pack with its two matchers."""
+    """A compiled rule pack with its two matchers, and the one its resolutions run on (:attr:`matcher`)."""
 
     pack: RulePack
     compiled: CompiledPack
-    durable: DurableMatcher
     reference: ReferenceMatcher
+    #: what resolutions, fix checks and what-ifs match on: durable-rules, or (a one-shot call: :meth:`one_shot`) the
+    #: reference matcher, which fires exactly the same branches (the differential tests hold them to it)
+    matching: Literal["durable", "reference"] = "durable"
+    #: the durable-rules matcher once built (0 or 1 of it): a list, shared by :meth:`one_shot`'s copies, that a
+    #: finaliser can hold without holding the engine (resolver/core.py frees its rulesets)
+    built: list[DurableMatcher] = field(default_factory=list, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def durable(self) -> DurableMatcher:
+        """The durable-rules matcher, built on first use: building its rulesets costs a one-shot call about as
+        much as the resolution itself."""
+        if not self.built:
+            with self._lock:
+                if not self.built:
+                    self.built.append(DurableMatcher(self.compiled))
+        return self.built[0]
+
+    @property
+    def matcher(self) -> DurableMatcher | ReferenceMatcher:
+        return self.reference if self.matching == "reference" else self.durable
+
+    def one_shot(self) -> Engine:
+        """This engine for a process that resolves once (the command line on one launch): it matches in Python,
+        and durable-rules' rulesets are never built; the same pack, caches and answers."""
+        return replace(self, matching="reference")
 
     @cached_property
     def architectures(self) -> dict[str, str]:

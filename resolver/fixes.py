@@ -76,7 +76,7 @@ class _Trial:
         return self._run(self._screen, self.engine.reference, set_, unset)
 
     def confirm(self, set_: dict, unset: tuple = ()) -> Outcome | None:
-        out = self._run(self._confirm, self.engine.durable, set_, unset)
+        out = self._run(self._confirm, self.engine.matcher, set_, unset)
         return out if out is not None and not out.conflicts else None
 
 

@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from .compiler import _ANCHOR, CompiledBranch, CompiledPack, emit_ruleset
+from .compiler import _ANCHOR, CompiledBranch, CompiledPack
 from .conditions import Atom, Condition
 from .errors import InputError
 from .expressions import parse_expression
@@ -300,8 +300,8 @@ def _compiled_of(pack: RulePack, d: dict[str, Any]) -> CompiledPack:
     parts = tuple(tuple(part) for part in d["parts"])
     if sorted(k for part in parts for k in part) != sorted(branches):
         raise ValueError("inconsistent entry")  # every branch in exactly one part, or it would never fire
-    # the engine gets only JSON the compiler emits from the rules, never JSON read from the cache
-    return CompiledPack(pack, branches, emit_ruleset(branches), steps, frozenset(d["reads"]), parts)
+    # the engine gets only JSON the compiler emits from the rules (CompiledPack.ruleset), never JSON read from the cache
+    return CompiledPack(pack, branches, steps, frozenset(d["reads"]), parts)
 
 
 def to_data(pack: RulePack, compiled: CompiledPack) -> dict[str, Any]:

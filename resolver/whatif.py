@@ -30,7 +30,7 @@ def rerun_why_not(engine: Engine, res: LaunchResult, name: str) -> tuple[Loser, 
     resolves: dict[Any, bool] = {}
     for loser in why_not(res, name):
         trial = replace(res.request, args={**res.request.args, name: loser.value})
-        outcome = run(engine.compiled, engine.durable, trial, brief=True)
+        outcome = run(engine.compiled, engine.matcher, trial, brief=True)
         resolves[loser.value] = not outcome.conflicts
         raised[loser.value] = tuple(Reason("conflict", c.rule.id, f"typed, it raises {c.rule.id}",
                                            f"{c.rule.file}:{c.rule.line}")

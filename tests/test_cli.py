@@ -33,6 +33,22 @@ def test_resolved_exits_0():
     assert code == 0 and re.search(r"dsa_decode_backend += fa3", out) and err == ""
 
 
+def test_one_launch_matches_in_python_and_a_batch_on_durable_rules(monkeypatch, tmp_path):
+    """The command line on one launch never touches durable-rules (Engine.one_shot: building the rulesets would
+    cost more than the resolution); --batch resolves every line on it."""
+    from resolver.engine import Engine
+
+    real = Engine.durable
+    used = []
+    monkeypatch.setattr(Engine, "durable", property(lambda self: used.append(1) or real.fget(self)))
+    code, out, _ = _cli([*SEED_ARGV, "--explain"])
+    assert code == 1 and "to fix, any one of:" in out and used == []
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(json.dumps({"platform": "h100", "model_arch": "LlamaForCausalLM"}) + "\n")
+    code, out, _ = _cli(["--batch", str(batch)])
+    assert code == 0 and used
+
+
 @pytest.mark.parametrize("argv, needle", [
     (BASE + ["--kv-cache-dtpe", "fp8_e4m3"], "Did you mean --kv-cache-dtype?"),
     (BASE + ["--kv", "fp8_e4m3"], "ambiguous flag '--kv': it could be --kv-cache-dtype"),

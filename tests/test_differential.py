@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from resolver.api import Engine
 from resolver.compiler import compile_pack
-from resolver.engine import DurableMatcher, ReferenceMatcher
+from resolver.engine import ReferenceMatcher
 from resolver.errors import AmbiguousDefaultError, RuleFileErrors
 from resolver.loader import load_rules
 from resolver.model import model_facts
@@ -97,7 +97,7 @@ def test_durable_rules_agrees_with_plain_python_on_random_packs(tmp_path_factory
     except RuleFileErrors as exc:  # e.g. a dependency cycle the generator made: reported, not crashed
         assert exc.problems
         return
-    engine = Engine(pack, compiled, DurableMatcher(compiled), ReferenceMatcher(compiled))
+    engine = Engine(pack, compiled, ReferenceMatcher(compiled))
     for platform, args in requests:
         request = Request(platform, "test", model_facts(arch=None), dict(args))
         outcomes = []

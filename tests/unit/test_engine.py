@@ -47,7 +47,9 @@ def test_the_compiled_json_decides(engine):
     assert '"s:fp8_e4m3"' in text  # constants are type-tagged strings (resolver/engine_values.py)
     tampered[key] = json.loads(text.replace('"s:fp8_e4m3"', '"s:bfloat16"'))
 
-    matcher = DurableMatcher(replace(compiled, ruleset=tampered))
+    changed = replace(compiled)
+    changed.__dict__["ruleset"] = tampered  # the emitted JSON, as the cached property holds it
+    matcher = DurableMatcher(changed)
     req = _request({"kv_cache_dtype": "bfloat16"})
     assert run(compiled, engine.durable, req).values["dsa_decode_backend"] == "fa3"
     assert run(compiled, matcher, req).values["dsa_decode_backend"] == "flashmla_kv"
@@ -127,6 +129,24 @@ def test_durable_and_reference_agree_on_the_seed(engine):
     req = _request(SEED_ARGS)
     a, b = run(engine.compiled, engine.durable, req), run(engine.compiled, engine.reference, req)
     assert a == b
+
+
+@pytest.mark.parametrize("platform, arch, args", [
+    ("h100", "DeepseekV32ForCausalLM", SEED_ARGS),  # two conflicts, fixes checked by re-resolving
+    ("b200", "DeepseekV3ForCausalLM", {"enable_two_batch_overlap": True}),
+    ("mi300x", "LlamaForCausalLM", {"kv_cache_dtype": "fp8_e4m3", "tp_size": 8}),
+    ("a100", "Qwen3MoeForCausalLM", {"moe_runner_backend": "flashinfer_trtllm"}),
+])
+def test_a_one_shot_engine_gives_the_same_answers_without_building_durable_rules(platform, arch, args):
+    """Engine.one_shot (the command line on one launch) matches in Python: the same values, conflicts, fixes
+    and explanations as durable-rules, and no ruleset is built for it."""
+    fresh = get_engine()
+    shot = replace(fresh, built=[])  # as a new process has it: durable-rules not built yet
+    one = resolve_request(shot.one_shot(), platform=platform, model_arch=arch, args=args).answer_why_not(
+        "attention_backend")
+    assert shot.built == []
+    full = resolve_request(fresh, platform=platform, model_arch=arch, args=args).answer_why_not("attention_backend")
+    assert fresh.built and one.to_dict() == full.to_dict() and one.explain() == full.explain()
 
 
 def test_too_many_sibling_constants_are_split_over_rulesets(rules_dir):

@@ -161,10 +161,9 @@ def test_an_entry_serves_every_working_directory_with_its_own_citations(tmp_path
 
 def test_resolutions_from_a_cached_pack_are_the_same(tmp_path, monkeypatch):
     directory = default_rules_dir()
-    fresh = core.Engine(*(built := _load_and_compile(directory)), core.DurableMatcher(built[1]),
-                       core.ReferenceMatcher(built[1]))
+    fresh = core.Engine(*(built := _load_and_compile(directory)), core.ReferenceMatcher(built[1]))
     pack, compiled = from_data(json.loads(pack_cache._encode("k" * 64, built).split(b"\n", 1)[1]))
-    cached = core.Engine(pack, compiled, core.DurableMatcher(compiled), core.ReferenceMatcher(compiled))
+    cached = core.Engine(pack, compiled, core.ReferenceMatcher(compiled))
     for platform in ("h100", "a100", "b200", "mi300x"):
         for arch in ("LlamaForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"):
             for args in ({}, {"kv_cache_dtype": "fp8_e4m3"}, SEED_ARGS):

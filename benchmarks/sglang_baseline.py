@@ -51,16 +51,16 @@ def main(oracle_dir: str, spec_path: str, out_path: str) -> int:
         return run
 
     sys.path.insert(0, spec["ours"]["root"])
-    from resolver.api import get_engine, resolve_request
-    from resolver.tools.batch import request_kwargs, resolve_line
+    from resolver.core import get_engine, resolve
+    from resolver.tools.batch import launch_request, resolve_line
 
     engine = get_engine()
     lines = spec["ours"]["lines"]
 
     def ours(line: str) -> tuple[float, float]:
-        kwargs = request_kwargs(json.loads(line))
+        launch = launch_request(json.loads(line))
         start = time.perf_counter()
-        resolve_request(engine, **kwargs, fixes=False)
+        resolve(engine, launch, fixes=False)
         middle = time.perf_counter()
         resolve_line(engine, line, fixes=False)
         return middle - start, time.perf_counter() - middle

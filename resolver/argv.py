@@ -1,7 +1,6 @@
 """The launch command line as a request: the ``resolve`` parser (SGLang's flags, from the rule pack and the
-flag catalogue, and the resolver's own), and the keyword arguments of
-:func:`~resolver.core.resolve_request` for one parsed command line (also how ``resolve cross-node --role``
-reads each role's flags)."""
+flag catalogue, and the resolver's own), and the :class:`~resolver.launch.LaunchRequest` one parsed command
+line asks for (also how ``resolve cross-node --role`` reads each role's flags)."""
 from __future__ import annotations
 
 import argparse
@@ -12,9 +11,10 @@ from .catalogue import catalogue
 from .core import Engine
 from .errors import InputError
 from .jobs import add_jobs_argument
+from .launch import LaunchRequest
 from .rules import RulePack
 
-__all__ = ["Parser", "UsageError", "build_parser", "parse", "pre_rules", "request_kwargs", "subcommand_parser",
+__all__ = ["Parser", "UsageError", "build_parser", "launch_request", "parse", "pre_rules", "subcommand_parser",
            "suggest"]
 
 
@@ -236,9 +236,9 @@ def suggest(word, known) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
-def request_kwargs(engine: Engine, ns) -> dict[str, Any]:
-    """The keyword arguments of :func:`~resolver.api.resolve_request` for one parsed command line
-    (also how ``resolve cross-node --role`` reads each role's flags)."""
+def launch_request(engine: Engine, ns) -> LaunchRequest:
+    """The launch one parsed command line asks for (also how ``resolve cross-node --role`` reads each
+    role's flags)."""
     names = [*engine.pack.options, *(d for d in catalogue().by_dest if d not in engine.pack.options)]
     args = {name: getattr(ns, name) for name in names if getattr(ns, name, None) is not None}
     flags = dict(ns._flags)
@@ -250,10 +250,10 @@ def request_kwargs(engine: Engine, ns) -> dict[str, Any]:
     if len(given) > 1:
         raise InputError(f"give one of --model-path, --model-config or --model-arch, not {' and '.join(given)}")
     platform, source = _platform_arg(ns)
-    return {"platform": platform, "args": args, "model": ns.model_config, "model_arch": ns.model_arch, "flags": flags,
-            "notes": notes, "platform_source": source, "installed": _installed(ns.installed), "strict": ns.strict,
-            "check_installed": ns.check_installed, "require_known_kernels": ns.require_known_kernels,
-            "require_all_checks": ns.require_all_checks,
-            "gpu_memory_gb": ns.gpu_memory_gb, "env": _environment(ns.env), "gpus_per_node": ns.gpus_per_node}
+    return LaunchRequest(platform, args, model=ns.model_config, model_arch=ns.model_arch, flags=flags, notes=notes,
+                         platform_source=source, installed=_installed(ns.installed), strict=ns.strict,
+                         check_installed=ns.check_installed, require_known_kernels=ns.require_known_kernels,
+                         require_all_checks=ns.require_all_checks, gpu_memory_gb=ns.gpu_memory_gb,
+                         env=_environment(ns.env), gpus_per_node=ns.gpus_per_node)
 
 

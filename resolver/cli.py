@@ -18,16 +18,17 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from typing import Any, TextIO, cast
 
-from .argv import UsageError, build_parser, parse, pre_rules, request_kwargs, suggest
-from .core import Engine, get_engine, resolve_request
+from .argv import UsageError, build_parser, launch_request, parse, pre_rules, suggest
+from .core import Engine, LaunchRequest, get_engine, resolve
 from .errors import ConflictError, InputError, ResolverError, RuleFileError, RuleFileErrors
 from .explain import Style, render_text, to_json_dict
 from .jobs import plan_jobs
 from .terminal import Output, OutputError, Terminated, escape
 
-__all__ = ["build_parser", "main", "request_kwargs"]
+__all__ = ["build_parser", "launch_request", "main"]
 
 EXIT_OK, EXIT_CONFLICT, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 # the shell's status for a run ended by a signal: 128 + the signal's number
@@ -72,14 +73,14 @@ def exit_status(res) -> int:
 
 
 def _single(engine: Engine, ns, out: Output, err: Output) -> int:
-    kwargs = request_kwargs(engine, ns)
-    res = resolve_request(engine, **kwargs, fixes=not ns.no_fixes)
+    launch = launch_request(engine, ns)
+    res = resolve(engine, launch, fixes=not ns.no_fixes)
     if ns.why_not:
-        return _why_not(engine, res, kwargs, ns, out)
+        return _why_not(engine, res, launch, ns, out)
     return _emit(res, ns, out, err)
 
 
-def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> int:
+def _why_not(engine: Engine, res, launch: LaunchRequest, ns, out: Output) -> int:
     """``--why-not OPTION=VALUE``: resolve again with VALUE typed, and say what stands against it: the conflicts
     it raises, else the defaults that did not pick it (resolver/why_not.py).  The exit status is the request's own."""
     from .explain import _conflicts, describe
@@ -95,8 +96,8 @@ def _why_not(engine: Engine, res, kwargs: dict[str, Any], ns, out: Output) -> in
         raise InputError(f"--why-not expects OPTION=VALUE with an option the rules check, got '{ns.why_not}'."
                          f"{suggest(name, [n for n, o in options.items() if not o.env and not o.no_cli])}")
     flag = options[name].flag
-    trial = resolve_request(engine, **{**kwargs, "args": {**kwargs["args"], name: value},
-                                       "flags": {**kwargs["flags"], name: flag}}, fixes=not ns.no_fixes)
+    trial = resolve(engine, replace(launch, args={**launch.args, name: value}, flags={**launch.flags, name: flag}),
+                    fixes=not ns.no_fixes)
     style = Style.for_stream(out, ns.color)
     typed = trial.request.args.get(name, value)
     now = res.values.get(name)
@@ -278,7 +279,7 @@ def _run(argv: list[str], out: Output, err: Output) -> int:
     except UsageError as exc:
         _report(err, (str(exc),))
         return EXIT_INPUT
-    except ConflictError as exc:  # pragma: no cover - resolve_request does not raise it
+    except ConflictError as exc:  # pragma: no cover - resolve does not raise it
         err.write(f"resolve: {exc}\n")
         return EXIT_CONFLICT
     except OutputError as exc:  # the answer could not be written: say so where errors go, if that can be written

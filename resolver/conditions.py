@@ -135,7 +135,16 @@ def compiled_test(atom: Atom) -> Callable[[dict[str, Any]], bool]:
             return lambda values: none_ok if (v := values.get(name)) is None else same(v)
         return lambda values: none_ok if (v := values.get(name)) is None else not same(v)
     if op in ("in", "notin"):
+        # a set lookup by kind in place of a scan (architecture lists run to hundreds of names): a boolean is
+        # looked up among the boolean constants only, a string or number among the others (1 == 1.0 as in _same)
+        bools = frozenset(k for k in c if isinstance(k, bool))
+        plain = frozenset(k for k in c if isinstance(k, (str, int, float)) and not isinstance(k, bool))
+
         def inside(v: Any) -> bool:
+            if isinstance(v, bool):
+                return v in bools
+            if isinstance(v, (str, int, float)) and v == v:  # NaN equals nothing, not even itself in a set
+                return v in plain
             return any(_same(v, k) for k in c)
         if op == "in":
             return lambda values: none_ok if (v := values.get(name)) is None else inside(v)

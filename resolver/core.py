@@ -1,9 +1,11 @@
-"""The core: an engine per rule pack, and one request resolved into a :class:`Resolution`.
+"""The core: an engine per rule pack, and one launch (a :class:`~resolver.launch.LaunchRequest`) resolved
+into a :class:`Resolution`.
 
 Rule packs are loaded, checked and compiled once per directory and content, then cached
-(one durable-rules host per pack); each call is one resolution on a fresh sid.  The embedding
-API (resolver/api.py) and the front doors (the command line, batch, the argparse integration)
-all come through :func:`resolve_request`.
+(one durable-rules host per pack); each call is one resolution on a fresh sid.  The front doors
+build the launch (the command line: resolver/argv.py; a batch line or cross-node role:
+resolver/json_request.py) and come through :func:`resolve`; the embedding API (resolver/api.py)
+and the argparse integration through :func:`resolve_request`, whose keywords are the launch's fields.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from .engine import DurableMatcher, Engine, ReferenceMatcher
 from .errors import InputError
 from .explain import render_text, to_json_dict
 from .installed import installed_facts
+from .launch import LaunchRequest
 from .loader import check_rule_files, default_rules_dir, load_rules, rule_files
 from .model import model_facts
 from .model_source import CHECKPOINT_FILES, read_checkpoint
@@ -39,7 +42,7 @@ from .safe_io import absolute_path
 from .verdicts import kernel_verdicts, kernel_warnings
 from .whatif import rerun_why_not
 
-__all__ = ["Engine", "Resolution", "env_text", "get_engine", "resolve_request"]
+__all__ = ["Engine", "LaunchRequest", "Resolution", "env_text", "get_engine", "resolve", "resolve_request"]
 
 
 # A small LRU: every rules directory and version gets its own engine (~5.5 MB, most of it the
@@ -175,12 +178,21 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     draft_model: dict | None = None, gpu_memory_gb: float | None = None,
                     env: dict[str, str] | None = None, gpus_per_node: int | None = None,
                     model_files: dict[str, Any] | None = None, require_all_checks: bool = False) -> Resolution:
-    """Resolve without raising on conflicts (the CLI and batch mode use this).  ``draft_model`` is the
-    draft checkpoint's config.json; without it, ``--speculative-draft-model-path`` is looked up.
-    ``gpu_memory_gb`` replaces the memory of the platform's card.  ``env`` holds the environment
-    variables already set where SGLang starts.  ``model_files`` holds the checkpoint's files beside a
-    ``model`` config given as a dict (file name -> its JSON: ``hf_quant_config.json``).
-    ``require_all_checks`` makes a launch whose SGLang checks are not all evaluated "unchecked"."""
+    """Resolve without raising on conflicts: :func:`resolve` on the :class:`LaunchRequest` of these keywords
+    (its fields, documented there)."""
+    launch = LaunchRequest(platform, {} if args is None else args, model, model_arch, {} if flags is None else flags,
+                           notes, platform_source, installed, strict, check_installed, require_known_kernels,
+                           require_all_checks, draft_model, gpu_memory_gb, env, gpus_per_node, model_files)
+    return resolve(engine, launch, fixes=fixes)
+
+
+def resolve(engine: Engine, launch: LaunchRequest, fixes: bool = True) -> Resolution:
+    """Resolve one launch without raising on conflicts (every front door comes here); ``fixes``: search and
+    check fixes for a refused launch.  Without ``draft_model``, ``--speculative-draft-model-path`` is
+    looked up; ``require_all_checks`` makes a launch whose SGLang checks are not all evaluated "unchecked"."""
+    platform, model, model_arch = launch.platform, launch.model, launch.model_arch
+    gpu_memory_gb, gpus_per_node = launch.gpu_memory_gb, launch.gpus_per_node
+    flags, draft_model = launch.flags, launch.draft_model
     plat, how, source = _platform(platform)
     if gpu_memory_gb is not None:
         plat = plat.with_memory(gpu_memory_gb)
@@ -191,7 +203,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     # the local machine's packages count when resolving for the local GPU, or when asked
     kernels = kernel_registry()
     probed: dict[str, tuple[bool, Origin]] = {}
-    if check_installed or how == "detected":
+    if launch.check_installed or how == "detected":
         kernels = kernels.checking_installed()
         for adapter in kernels.adapters:
             probe = (kernels.probed or {}).get(adapter.name)
@@ -200,13 +212,11 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                 found = "found" if probe.installed else "not found"
                 probed[adapter.package.replace("-python", "")] = (probe.installed, Origin(
                     "installed", "probed", f"probed on this machine: {state} {found}"))
-    if args is not None and not isinstance(args, dict):
-        raise InputError(f"args must be a mapping of option names to values, got {type(args).__name__}")
-    rule_args, unchecked, arg_notes = split_unchecked(engine.pack, dict(args or {}), flags)
-    declared, environment = _environment(engine.pack, env)
-    typed, more_notes, spelled = coerce_args(engine.pack, {**rule_args, **declared}, flags)
-    deprecations = [Notice("deprecated", n) for n in (*notes, *arg_notes, *more_notes)]
-    files = _checkpoint_files(model_files)
+    rule_args, unchecked, arg_notes = split_unchecked(engine.pack, dict(launch.args), dict(flags))
+    declared, environment = _environment(engine.pack, launch.env)
+    typed, more_notes, spelled = coerce_args(engine.pack, {**rule_args, **declared}, dict(flags))
+    deprecations = [Notice("deprecated", n) for n in (*launch.notes, *arg_notes, *more_notes)]
+    files = _checkpoint_files(launch.model_files)
     if isinstance(model, str):
         checkpoint = read_checkpoint(model, "--model-config")
         model, files = checkpoint.config, {**checkpoint.files, **files}
@@ -216,9 +226,9 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
         draft = draft_facts(draft_model, "the draft config given")
     else:
         draft = draft_facts(*find_draft(typed.get("speculative_draft_model_path")))
-    request = Request(plat, platform_source or source, facts, typed, dict(flags or {}),
-                      installed_facts(installed, probed), spelled, bool(strict), kernels, unchecked,
-                      require_known_kernels=bool(require_known_kernels), draft=draft, environment=environment,
+    request = Request(plat, launch.platform_source or source, facts, typed, dict(flags),
+                      installed_facts(launch.installed, probed), spelled, bool(launch.strict), kernels, unchecked,
+                      require_known_kernels=bool(launch.require_known_kernels), draft=draft, environment=environment,
                       platform_how=how)
     outcome = run(engine.compiled, engine.matcher, request)
     conflicts, elsewhere = outcome.conflicts, None
@@ -234,7 +244,7 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
     return Resolution(engine, request, outcome, conflicts,
                       (*deprecations, *_architecture_notices(engine, facts), *_draft_notices(outcome, draft),
                        *kernel_notices), elsewhere, _not_checked(engine, request, outcome, config),
-                      bool(require_all_checks))
+                      bool(launch.require_all_checks))
 
 
 def _not_checked(engine: Engine, request: Request, outcome: Outcome, config: dict | None) -> tuple[Check, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from .argv import parse, request_kwargs, subcommand_parser
+from .argv import launch_request, parse, subcommand_parser
 from .core import Engine, get_engine
 from .crossnode import CHECKS, CrossNodeResult, RoleSpec, check_roles, flag_of, role_from_request
 from .errors import InputError, ResolverError
@@ -89,7 +89,7 @@ def _roles_from_flags(engine: Engine, items: list[str]) -> list[RoleSpec]:
         if bad:
             raise InputError(f"role '{name}': {bad[0]} is an option of the whole command, not of a role")
         try:
-            specs.append(RoleSpec(name.strip(), request_kwargs(engine, parse(tokens, engine.pack))))
+            specs.append(RoleSpec(name.strip(), launch_request(engine, parse(tokens, engine.pack))))
         except ResolverError as exc:
             raise InputError(f"role '{name}': {exc}") from None
     return specs

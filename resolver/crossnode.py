@@ -22,8 +22,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .catalogue import catalogue
-from .core import Engine, Resolution, resolve_request
+from .core import Engine, Resolution, resolve
 from .errors import InputError, ResolverError
+from .launch import LaunchRequest
 from .options import to_argv
 from .outcome import show_value
 from .wording import origin_text
@@ -127,33 +128,28 @@ _NODE_EQUAL = {"nodes-parallel": ("tp_size", "pp_size", "nnodes", "dp_size", "en
 
 @dataclass(frozen=True)
 class RoleSpec:
-    """One role: a name and the keyword arguments of :func:`~resolver.api.resolve_request`."""
+    """One role: a name and its launch."""
 
     name: str
-    kwargs: Mapping[str, Any]
+    launch: LaunchRequest
 
     @property
     def args(self) -> dict[str, Any]:
-        return dict(self.kwargs.get("args") or {})
+        return dict(self.launch.args)
 
     def changed(self, set_: Mapping[str, Any], unset: tuple[str, ...] = (),
                 model_from: RoleSpec | None = None) -> RoleSpec:
         """This role with options set or removed (and, with ``model_from``, that role's model)."""
-        args = {k: v for k, v in self.args.items() if k not in unset and k not in set_}
-        args.update({k: v for k, v in set_.items() if v is not None})
-        kwargs = dict(self.kwargs)
+        gone = (*unset, *(k for k, v in set_.items() if v is None))
+        launch = self.launch.changed({k: v for k, v in set_.items() if v is not None}, gone)
         if model_from is not None:
-            args.pop("model_path", None)
-            if "model_path" in model_from.args:
-                args["model_path"] = model_from.args["model_path"]
-            kwargs["model"], kwargs["model_arch"] = model_from.kwargs.get("model"), model_from.kwargs.get("model_arch")
-        kwargs["args"] = args
-        # a changed or dropped option no longer carries the flag spelling the user typed
-        kwargs["flags"] = {n: f for n, f in (self.kwargs.get("flags") or {}).items() if n in args and n not in set_}
-        return RoleSpec(self.name, kwargs)
+            source = model_from.launch
+            path = {"model_path": source.args["model_path"]} if "model_path" in source.args else {}
+            launch = launch.changed(path, ("model_path",), model=source.model, model_arch=source.model_arch)
+        return RoleSpec(self.name, launch)
 
     def resolve(self, engine: Engine, fixes: bool = True) -> Resolution:
-        return resolve_request(engine, **self.kwargs, fixes=fixes)
+        return resolve(engine, self.launch, fixes=fixes)
 
 
 @dataclass(frozen=True)
@@ -366,7 +362,7 @@ def _raw_config(spec: RoleSpec) -> tuple[dict[str, Any] | None, str]:
     """The config.json the role resolved with (as resolver.api._model finds it), and what it is."""
     from .model_source import find_model, read_checkpoint, representative
 
-    model, arch, path = spec.kwargs.get("model"), spec.kwargs.get("model_arch"), spec.args.get("model_path")
+    model, arch, path = spec.launch.model, spec.launch.model_arch, spec.args.get("model_path")
     if isinstance(model, str):
         return read_checkpoint(model, "--model-config").config, model
     if isinstance(model, dict):
@@ -739,10 +735,10 @@ def _argv(engine: Engine, c: Change, specs: dict[str, RoleSpec]) -> tuple[str, .
         src = specs[c.model_from]
         if "model_path" in src.args:
             return ("--model-path", str(src.args["model_path"]))
-        if isinstance(src.kwargs.get("model"), str):
-            return ("--model-config", src.kwargs["model"])
-        if src.kwargs.get("model_arch"):
-            return ("--model-arch", str(src.kwargs["model_arch"]))
+        if isinstance(src.launch.model, str):
+            return ("--model-config", src.launch.model)
+        if src.launch.model_arch:
+            return ("--model-arch", str(src.launch.model_arch))
         return ()
     return to_argv(engine.pack, dict(c.set))
 
@@ -779,13 +775,13 @@ def check_roles(engine: Engine, specs: list[RoleSpec], fixes: bool = True) -> Cr
 
 def role_from_request(name: str, req: Any) -> RoleSpec:
     """A role from a batch-format request (``{"platform": ..., "model_arch": ..., "args": {...}}``)."""
-    from .json_request import request_kwargs
+    from .json_request import launch_request
 
     if not isinstance(name, str) or not name.strip():
         raise InputError(f"cross-node: a role name must be a non-empty string, got {name!r}")
     if not isinstance(req, dict):
         raise InputError(f"role '{name}': a request must be a JSON object, got {type(req).__name__}")
     try:
-        return RoleSpec(name, request_kwargs(req))
+        return RoleSpec(name, launch_request(req))
     except ResolverError as exc:
         raise InputError(f"role '{name}': {exc}") from None

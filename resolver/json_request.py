@@ -1,13 +1,14 @@
 """A JSON request (a ``resolve --batch`` line, a ``resolve cross-node`` role, the oracle's case format) as the
-keyword arguments of :func:`resolver.api.resolve_request`, checked: part of the core, which the batch tool
-and cross-node both read."""
+:class:`~resolver.launch.LaunchRequest` it asks for, checked: part of the core, which the batch tool and
+cross-node both read."""
 from __future__ import annotations
 
 from typing import Any
 
 from .errors import ResolverError
+from .launch import LaunchRequest
 
-__all__ = ["REQUEST_KEYS", "request_kwargs"]
+__all__ = ["REQUEST_KEYS", "launch_request"]
 
 #: the keys of a batch request (also read by resolve diff --requests): the contract's, plus the
 #: oracle's request format (SGLang's own resolution run as a test tool), so any of its cases can be
@@ -44,11 +45,10 @@ def _installed(req: dict[str, Any]) -> dict[str, bool] | None:
     return out or None
 
 
-def request_kwargs(req: dict[str, Any], strict: bool = False, require_known_kernels: bool = False,
-                   require_all_checks: bool = False) -> dict[str, Any]:
-    """A batch request, checked, as the keyword arguments of :func:`~resolver.api.resolve_request`
-    (also each role of ``resolve cross-node``); ``strict``, ``require_known_kernels`` and
-    ``require_all_checks`` are the defaults a request may override."""
+def launch_request(req: dict[str, Any], strict: bool = False, require_known_kernels: bool = False,
+                   require_all_checks: bool = False) -> LaunchRequest:
+    """The launch a batch request asks for, checked (also each role of ``resolve cross-node``); ``strict``,
+    ``require_known_kernels`` and ``require_all_checks`` are the defaults a request may override."""
     unknown = sorted(set(req) - _KEYS)
     if unknown:
         raise ResolverError(f"unknown request key(s) {unknown}; known: {sorted(_KEYS)}")
@@ -72,10 +72,10 @@ def request_kwargs(req: dict[str, Any], strict: bool = False, require_known_kern
         args.setdefault("model_path", req["model_path"])
     overrides = req.get("platform_overrides") or {}
     installed = _installed(req)  # checks platform_overrides too
-    return {"platform": req["platform"], "args": args, "model": req.get("model"), "model_arch": req.get("model_arch"),
-            "installed": installed, "strict": bool(req.get("strict", strict)),
-            "require_known_kernels": req.get("require_known_kernels", require_known_kernels),
-            "require_all_checks": req.get("require_all_checks", require_all_checks),
-            "draft_model": req.get("draft_model"), "gpu_memory_gb": overrides.get("gpu_memory_gb"),
-            "env": req.get("env"), "gpus_per_node": overrides.get("gpus_per_node"),
-            "model_files": req.get("model_files")}
+    return LaunchRequest(req["platform"], args, model=req.get("model"), model_arch=req.get("model_arch"),
+                         installed=installed, strict=bool(req.get("strict", strict)),
+                         require_known_kernels=req.get("require_known_kernels", require_known_kernels),
+                         require_all_checks=req.get("require_all_checks", require_all_checks),
+                         draft_model=req.get("draft_model"), gpu_memory_gb=overrides.get("gpu_memory_gb"),
+                         env=req.get("env"), gpus_per_node=overrides.get("gpus_per_node"),
+                         model_files=req.get("model_files"))

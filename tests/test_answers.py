@@ -34,11 +34,12 @@ def _cli(argv):
 
 def _request(argv):
     """The Resolution behind a command line (the CLI's own parsing)."""
+    from resolver.argv import launch_request
     from resolver.argv import parse as _parse
-    from resolver.argv import request_kwargs
+    from resolver.core import resolve
 
     engine = get_engine(None)
-    return resolve_request(engine, **request_kwargs(engine, _parse(argv, engine.pack)))
+    return resolve(engine, launch_request(engine, _parse(argv, engine.pack)))
 
 
 @pytest.mark.parametrize("name", sorted(CONFLICTS))

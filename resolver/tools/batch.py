@@ -18,14 +18,14 @@ import sys
 import traceback
 from typing import Any, TextIO
 
-from ..api import Engine, resolve_request
+from ..core import Engine, resolve
 from ..errors import InputError, ResolverError
 from ..explain import to_json_dict
-from ..json_request import REQUEST_KEYS, request_kwargs
+from ..json_request import REQUEST_KEYS, launch_request
 from ..safe_io import MAX_LINE_CHARS, parse_json
 from ..terminal import Output, escape
 
-__all__ = ["REQUEST_KEYS", "request_kwargs", "resolve_line", "run_batch"]
+__all__ = ["REQUEST_KEYS", "launch_request", "resolve_line", "run_batch"]
 
 def _check_text(text: str, what: str) -> None:
     """InputError unless ``text`` is valid Unicode: a line read with ``surrogateescape`` holds each byte
@@ -63,8 +63,7 @@ def resolve_line(engine: Engine, line: str, strict: bool = False, fixes: bool = 
         except ResolverError as exc:
             raise _NotARequest(str(exc)) from None
         rid = req.get("id")
-        res = resolve_request(engine, **request_kwargs(req, strict, require_known_kernels, require_all_checks),
-                              fixes=fixes)
+        res = resolve(engine, launch_request(req, strict, require_known_kernels, require_all_checks), fixes=fixes)
         return {"id": rid, **to_json_dict(res, explain=explain)}
     except _NotARequest as exc:
         return {"id": None, "status": "error", "error": str(exc), _UNREADABLE: True}

@@ -94,7 +94,8 @@ def test_constants_the_engine_holds_are_kept():
     assert parse_condition('x == "名前 😀"').branches[0][0].value == "名前 😀"
 
 
-_VALUES = (None, True, False, 0, 1, 2, -1, 1.0, 0.5, 2.5, "", "1", "true", "a", "b", "fp8_e4m3")
+_VALUES = (None, True, False, 0, 1, 2, -1, 1.0, 0.5, 2.5, "", "1", "true", "a", "b", "fp8_e4m3", float("nan"), ["a"],
+           {"a": 1})
 _CONSTANTS = (True, False, 0, 1, 2, 1.0, 0.5, "1", "true", "a", "fp8_e4m3")
 
 

@@ -30,7 +30,7 @@ import ast
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .errors import InputError
 from .numbers import engine_value
@@ -39,7 +39,11 @@ __all__ = ["MAX_BRANCHES", "MAX_EXPRESSION_CHARS", "MAX_EXPRESSION_DEPTH", "TRUE
            "ConditionError", "compiled_test", "parse_condition", "parse_tree"]
 
 _ORDERED = {"lt", "le", "gt", "ge"}
-_NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "in": "notin", "notin": "in"}
+#: a test's operator: compare with a constant, test membership in constants, or join two facts (equality)
+Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "notin", "join"]
+_NEGATE: dict[Op, Op] = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "in": "notin",
+                         "notin": "in"}
+
 _SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in", "notin": "not in",
            "join": "=="}
 _LITERAL_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
@@ -72,7 +76,7 @@ class Atom:
     """
 
     name: str
-    op: str
+    op: Op
     value: Any
     none_ok: bool
 
@@ -312,9 +316,9 @@ def _dnf(node: ast.AST, negated: bool = False) -> list[Branch]:
         raise ConditionError(exc.message, getattr(node, "col_offset", 0), exc.code) from None
 
 
-_OPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.In: "in",
-        ast.NotIn: "notin"}
-_MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
+_OPS: dict[type, Op] = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge",
+                        ast.In: "in", ast.NotIn: "notin"}
+_MIRROR: dict[Op, Op] = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
 def _compare(node: ast.Compare) -> Atom:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from .installed import absent_packages
 from .notices import Notice
@@ -17,6 +17,7 @@ from .wording import origin_text
 __all__ = [
     "Adjustment",
     "Candidate",
+    "CandidateOutcome",
     "ConflictReport",
     "Derivation",
     "FactUse",
@@ -26,11 +27,20 @@ __all__ = [
     "Outcome",
     "Reason",
     "Request",
+    "Source",
     "format_value",
     "kernel_context",
     "kernel_verdict",
     "show_value",
 ]
+
+
+#: who decided a value: the user, a rule (default, adjustment, derived, computed), the option's own fallback, or
+#: what the request gives (the model, the platform, a kernel adapter, an installed package, an untyped input)
+Source = Literal["user", "default", "adjustment", "fallback", "derived", "computed", "model", "platform", "kernel",
+                 "installed", "input", "request"]
+#: what became of one default rule's proposal for an option
+CandidateOutcome = Literal["chosen", "shadowed", "overridden-by-user", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -68,8 +78,7 @@ class FactUse:
 
     name: str
     value: Any
-    #: user | default | adjustment | fallback | derived | computed | model | platform | kernel | installed | input
-    source: str
+    source: Source
     origin: Origin
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,7 +90,7 @@ class Candidate:
     rule: RuleRef
     value: Any
     priority: int
-    outcome: str  # chosen | shadowed | overridden-by-user | skipped
+    outcome: CandidateOutcome
     why: str
     kernel_why: str | None = None  # skipped: the kernel adapters' evidence that it cannot run here
 
@@ -110,7 +119,7 @@ class Derivation:
 
     name: str
     value: Any
-    source: str
+    source: Source
     rule: RuleRef | None
     doc: str
     facts: tuple[FactUse, ...] = ()

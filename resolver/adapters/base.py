@@ -23,12 +23,13 @@ import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from ..errors import ResolverError
 from ..platforms import ALL_PLATFORMS
 
-__all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "UNQUANTIZED", "VERDICTS",
-           "package_probe"]
+__all__ = ["AdapterError", "Claim", "KernelAdapter", "Limit", "Probe", "ROLES", "STATUSES", "Status", "UNQUANTIZED",
+           "VERDICTS", "package_probe"]
 
 #: role -> the option whose value names the backend in that role
 ROLES = {
@@ -42,7 +43,9 @@ ROLES = {
 }
 #: a role with no claim of its own reads the claims of this one (the same kernel serves both)
 ROLE_FALLBACK = {"attention_prefill": "attention", "attention_decode": "attention", "draft": "attention"}
-STATUSES = ("supported", "unsupported", "refused", "delegated")
+#: what a claim says of its backends (checked when an adapter loads: a plugin's claims are data)
+Status = Literal["supported", "unsupported", "refused", "delegated"]
+STATUSES: tuple[Status, ...] = get_args(Status)
 #: every value of a kernel.<option> fact: a claim's status, or unknown (no adapter speaks) and none (every
 #: default candidate was skipped); resolver/resolution.py decides it
 VERDICTS = (*STATUSES, "unknown", "none")
@@ -69,7 +72,7 @@ class Claim:
 
     role: str
     backends: tuple[str, ...]
-    status: str
+    status: Status
     platforms: tuple[str, ...]
     evidence: str
     strength: str = "strong"

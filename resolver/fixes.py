@@ -27,6 +27,7 @@ from .options import to_argv
 from .provenance import fact_name, kernel_fact
 from .resolution import ConflictReport, Fix, Outcome, Request, conflict_report, run, show_value
 from .rules import Conflict, RulePack
+from .whatif import what_if
 
 __all__ = ["attach_fixes", "platforms_that_resolve"]
 
@@ -48,26 +49,12 @@ class _Trial:
         unset = set(unset) | {k for k, v in set_.items() if v is None or v is False}
         return tuple(sorted(((k, v) for k, v in set_.items() if k not in unset), key=str)), tuple(sorted(unset))
 
-    def _args(self, key: tuple) -> dict:
-        set_items, unset = key
-        args = {k: v for k, v in self.request.args.items() if k not in unset}
-        args.update(set_items)
-        return args
-
     def _run(self, memo, matcher, set_, unset) -> Outcome | None:
         key = self.key(set_, unset)
         if key not in memo:
-            args = self._args(key)
-            # a changed or dropped option no longer carries the spelling or flag the user typed; an
-            # untouched one keeps it, also when its typed value was an alias of "let the resolver
-            # pick" and so is not in args (--moe-runner-backend megamoe: rules read typed.*)
-            kept = {n for n in args if n not in set_}
-            untouched = set(self.request.spelled) - set(set_) - set(key[1])
-            req = replace(self.request, args=args,
-                          spelled={n: v for n, v in self.request.spelled.items() if n in kept or n in untouched},
-                          flags={n: v for n, v in self.request.flags.items() if n in kept})
             try:
-                memo[key] = run(self.engine.compiled, matcher, req, brief=matcher is self.engine.reference)
+                memo[key] = what_if(self.engine, self.request, dict(key[0]), key[1], matcher=matcher,
+                                    brief=matcher is self.engine.reference)
             except AmbiguousDefaultError:
                 memo[key] = None
         return memo[key]
@@ -524,7 +511,8 @@ def _complete(trial: _Trial, pack: RulePack, set_: dict, unset: tuple, rounds: i
         first = out.conflicts[0]
         rule: Conflict = pack.rule(first.rule.id)
         touched = set(set_) | set(unset)
-        args = trial._args(trial.key(set_, unset))
+        set_items, dropped = trial.key(set_, unset)
+        args = trial.request.changed(dict(set_items), dropped).args
         options: list[tuple[dict[str, Any], tuple[str, ...]]] = [
             ({}, (n,)) for n in first.options if n in args and n not in touched]
         if rule.option and rule.option not in touched:

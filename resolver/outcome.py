@@ -3,7 +3,8 @@ value with the facts, rules and candidates behind it, the conflicts with their f
 these; nothing here resolves (resolver/resolution.py does)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
@@ -64,6 +65,18 @@ class Request:
     #: environment variables the request sets that no rule declares: carried through, not checked
     environment: dict[str, str] = field(default_factory=dict)
     platform_how: str = "flag"  # how the target was known: flag, detected, or given (a Platform object)
+
+    def changed(self, set_: Mapping[str, Any], unset: Iterable[str] = ()) -> Request:
+        """This request with options set (``set_``) or removed (``unset``): what every what-if resolves.  A changed
+        or removed option no longer carries the spelling or flag typed for it; an untouched one keeps both, also
+        when its typed value was an alias of "let the resolver pick" and so is not in ``args`` (rules read
+        ``typed.*``: --moe-runner-backend megamoe)."""
+        gone = set(unset)
+        args = {k: v for k, v in self.args.items() if k not in gone}
+        args.update(set_)
+        touched = gone | set(set_)
+        return replace(self, args=args, spelled={n: v for n, v in self.spelled.items() if n not in touched},
+                       flags={n: v for n, v in self.flags.items() if n in args and n not in touched})
 
     @cached_property
     def absent(self) -> dict[str, str]:

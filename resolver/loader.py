@@ -460,8 +460,9 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
         if when is not None and rule["kind"] == "fact":
             facts[rule["name"]] = Fact(ref, doc, rule["name"], when)
     # user.<option>: the value the user typed, before any rule (null when not typed);
-    # typed.<option>: the same, in the spelling typed (before a deprecated value is mapped)
-    typed = {f"{prefix}.{o}" for o in options for prefix in ("user", "typed")}
+    # typed.<option>: the same, in the spelling typed (before a deprecated value is mapped);
+    # given.<option>: whether the user typed a value at all (what a rule may read of a json option)
+    typed = {f"{prefix}.{o}" for o in options for prefix in ("user", "typed", "given")}
     # a json option's value never reaches the engine: no rule may read it, under any of its names
     opaque = {name for o, opt in options.items() if opt.opaque for name in (o, f"user.{o}", f"typed.{o}")}
     known = (set(options) | set(facts) | set(computes) | _INPUT_FACTS | typed | _kernel_facts(options)) - opaque

@@ -1,7 +1,7 @@
 """Fact names and where each fact came from, as data.
 
 A resolution's facts have names in a few families (``user.<option>``, ``typed.<option>``,
-``kernel.<option>``, ``kernel.<option>_why``, ``model.*``, ``draft.*``, ``platform.*``,
+``given.<option>``, ``kernel.<option>``, ``kernel.<option>_why``, ``model.*``, ``draft.*``, ``platform.*``,
 ``installed.*``, and the options and derived facts themselves), and each fact has an
 :class:`Origin`: the flag the user typed, the rule (file:line) that decided it, the platform and
 how it was known, the model config field it was read from, the package state given, probed or
@@ -21,13 +21,14 @@ __all__ = [
     "Origin",
     "OriginKind",
     "fact_name",
+    "given_fact",
     "kernel_fact",
     "kernel_why_fact",
     "typed_fact",
     "user_fact",
 ]
 
-USER, TYPED, KERNEL = "user.", "typed.", "kernel."
+USER, TYPED, GIVEN, KERNEL = "user.", "typed.", "given.", "kernel."
 _WHY = "_why"
 
 
@@ -41,6 +42,12 @@ def typed_fact(option: str) -> str:
     return TYPED + option
 
 
+def given_fact(option: str) -> str:
+    """Whether the user typed a value for ``option`` (true or false): what a rule may read of a json option, whose
+    value (a list, an object) no engine fact can hold."""
+    return GIVEN + option
+
+
 def kernel_fact(option: str) -> str:
     """The kernel adapters' verdict (supported, unsupported, refused, unknown, none) on ``option``'s value."""
     return KERNEL + option
@@ -51,7 +58,7 @@ def kernel_why_fact(option: str) -> str:
     return KERNEL + option + _WHY
 
 
-FactFamily = Literal["user", "typed", "kernel", "kernel_why", "model", "draft", "platform", "installed", "other"]
+FactFamily = Literal["user", "typed", "given", "kernel", "kernel_why", "model", "draft", "platform", "installed", "other"]
 
 
 @dataclass(frozen=True)
@@ -63,8 +70,8 @@ class FactName:
 
     @property
     def typed_by_user(self) -> bool:
-        """``user.<option>`` or ``typed.<option>``: what was typed for the option."""
-        return self.family in ("user", "typed")
+        """``user.<option>``, ``typed.<option>`` or ``given.<option>``: what was typed for the option."""
+        return self.family in ("user", "typed", "given")
 
     @property
     def is_kernel_verdict(self) -> bool:
@@ -77,6 +84,8 @@ def fact_name(name: str) -> FactName:
         return FactName("user", name[len(USER):])
     if name.startswith(TYPED):
         return FactName("typed", name[len(TYPED):])
+    if name.startswith(GIVEN):
+        return FactName("given", name[len(GIVEN):])
     if name.startswith(KERNEL):
         base = name[len(KERNEL):]
         if base.endswith(_WHY):

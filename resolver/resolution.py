@@ -45,7 +45,7 @@ from .outcome import (
     kernel_verdict,
     show_value,
 )
-from .provenance import Origin, fact_name, kernel_fact, kernel_why_fact, typed_fact, user_fact
+from .provenance import Origin, fact_name, given_fact, kernel_fact, kernel_why_fact, typed_fact, user_fact
 from .rules import (
     Adjust,
     Compute,
@@ -168,8 +168,11 @@ def run(compiled: CompiledPack, matcher, request: Request, shuffle=None, brief: 
         for name in typed_options:
             value = request.args.get(name)
             origin = _origin_typed(name, request) if value is not None else NOT_TYPED
-            for fname, typed in ((user_fact(name), value), (typed_fact(name), request.spelled.get(name, value))):
-                facts[fname] = FactUse(fname, typed, "user" if typed is not None else "input", origin)
+            spelled = request.spelled.get(name, value)
+            for fname, typed, by_user in ((user_fact(name), value, value is not None),
+                                          (typed_fact(name), spelled, spelled is not None),
+                                          (given_fact(name), value is not None, value is not None)):
+                facts[fname] = FactUse(fname, typed, "user" if by_user else "input", origin)
                 if fname in compiled.reads:
                     inputs.append(fact(fname, typed))
         record(session.assert_facts(order(inputs)))
@@ -246,16 +249,17 @@ NOT_TYPED = Origin("not-typed")
 
 
 def _untyped(compiled: CompiledPack) -> tuple[dict[str, FactUse], list[tuple[str, dict]]]:
-    """``user.<option>`` and ``typed.<option>`` of every option as when it is not typed, and the engine facts
-    of those a rule reads, each with its option: the same in every resolution, so worked out once per pack."""
+    """``user.<option>``, ``typed.<option>`` (null) and ``given.<option>`` (false) of every option as when it is not
+    typed, and the engine facts of those a rule reads, each with its option: the same in every resolution, so
+    worked out once per pack."""
     known = compiled.memo.get("resolution.untyped")
     if known is None:
         facts, inputs = {}, []
         for option in sorted(compiled.pack.options):
-            for name in (user_fact(option), typed_fact(option)):
-                facts[name] = FactUse(name, None, "input", NOT_TYPED)
+            for name, value in ((user_fact(option), None), (typed_fact(option), None), (given_fact(option), False)):
+                facts[name] = FactUse(name, value, "input", NOT_TYPED)
                 if name in compiled.reads:
-                    inputs.append((option, {"id": f"v:{name}", "t": "val", "o": name}))
+                    inputs.append((option, {"id": f"v:{name}", "t": "val", "o": name, **fact_fields(value, name)}))
         known = compiled.memo["resolution.untyped"] = (facts, inputs)
     return known
 

@@ -240,6 +240,17 @@ CASES: list[tuple[str, str, Any, dict[str, Any], dict[str, str], str | None, str
                                                 "speculative_algorithm": "EAGLE"}, {},
      "conflict.spec.weight-cache", "--weight-cache-mode is not supported together with speculative decoding"),
     ("weight-cache-alone", "sm90", LLAMA, {"weight_cache_mode": "daemon"}, {}, None, ""),
+    # --- 10. the aux hidden-state capture's layer ids (validation_hook.py handle_aux_hidden_state_capture) ------
+    ("aux-layer-ids-no-capture", "sm90", LLAMA, {"return_aux_hidden_state_layer_ids": [1, 2]}, {},
+     "conflict.aux-hidden.layer-ids-without-capture",
+     "--return-aux-hidden-state-layer-ids requires --enable-return-aux-hidden-states"),
+    ("aux-layer-ids-needed-dflash", "sm90", QWEN, {"enable_return_aux_hidden_states": True,
+                                                  "speculative_algorithm": "DFLASH"}, {},
+     "conflict.aux-hidden.layer-ids-needed", "requires --return-aux-hidden-state-layer-ids"),
+    ("aux-layer-ids-dflash", "sm90", QWEN, {"enable_return_aux_hidden_states": True, "speculative_algorithm": "DFLASH",
+                                           "return_aux_hidden_state_layer_ids": [1, 17, 33]}, {}, None, ""),
+    ("aux-layer-ids-eagle3-own", "sm90", LLAMA, {"enable_return_aux_hidden_states": True,
+                                                "speculative_algorithm": "EAGLE3"}, {}, None, ""),
     ("weight-cache-off-ngram", "sm90", LLAMA, {"weight_cache_mode": "off", "speculative_algorithm": "NGRAM"}, {},
      None, ""),
 ]

@@ -33,7 +33,6 @@ SEED, COUNT = 20261201, 300
 #: kind of failing finding -> the launches of the sample that have it today (an upper bound)
 OPEN_GAPS: dict[str, int] = {
     'value-differs: cuda_graph_config_decode_bs': 1,
-    'value-differs: cuda_graph_config_prefill_bs': 2,
     'value-differs: cuda_graph_max_bs_decode': 1,
     'value-differs: mem_fraction_static': 2,
 }

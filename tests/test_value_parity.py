@@ -44,6 +44,10 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
     # --disable-cuda-graph-padding captures every decode batch size
     ("sm90", LLAMA, {"disable_cuda_graph_padding": True, "cuda_graph_max_bs_decode": 16}, {},
      {"cuda_graph_config_decode_bs": "unpadded"}),
+    # a typed --cuda-graph-bs-prefill list is what SGLang captures (locked: attention DP does not list it again)
+    ("sm90", LLAMA, {"cuda_graph_bs_prefill": [4, 8, 16, 32]}, {}, {"cuda_graph_config_prefill_bs": "typed"}),
+    ("sm90", QWEN3, {"cuda_graph_bs_prefill": [8, 64, 256], "tp_size": 4, "attn_dp_size": 2}, {},
+     {"cuda_graph_config_prefill_bs": "typed"}),
     # --- attention context parallelism without a supported prefill-CP graph: no prefill graph --------------
     ("sm90", QWEN3, {"attn_cp_size": 2, "tp_size": 2}, {},
      {"cuda_graph_config_prefill_backend": "disabled", "mem_fraction_static": 0.834}),

@@ -856,9 +856,15 @@ BATCH_LISTS = {
 }
 
 
-def _batch_list_name(phase: str, batches: Any, max_bs: Any) -> Any:
-    """A phase's batch list named by the generator that makes it from the phase's max_bs (the list itself
-    when none does, so it shows as a difference)."""
+def _batch_list_name(phase: str, batches: Any, max_bs: Any, typed: Any = None) -> Any:
+    """A phase's batch list named by the generator that makes it from the phase's max_bs, or as the list the
+    launch typed (``typed``: "typed", or "typed_aligned8" rounded up to multiples of 8); the list itself when
+    none of these makes it, so it shows as a difference."""
+    if isinstance(typed, list) and isinstance(batches, list):
+        if batches == typed:
+            return "typed"
+        if all(isinstance(b, int) for b in typed) and batches == sorted({(b + 7) // 8 * 8 for b in typed}):
+            return "typed_aligned8"
     if isinstance(batches, list) and isinstance(max_bs, int):
         for name, make in BATCH_LISTS[phase].items():
             if make(max_bs) == batches:
@@ -874,7 +880,9 @@ def sglang_value(answer: dict, request: dict, field: str, defaults: dict[str, An
             value = value.get(key) if isinstance(value, dict) else None
         phase = value if isinstance(value, dict) else {}
         value = phase.get(NESTED[field][-1])
-        return _batch_list_name(NESTED[field][1], value, phase.get("max_bs")) if isinstance(value, list) else value
+        typed = request["args"].get(f"cuda_graph_bs_{NESTED[field][1]}")
+        return _batch_list_name(NESTED[field][1], value, phase.get("max_bs"), typed) if isinstance(value, list) \
+            else value
     if field in answer["values"]:
         return answer["values"][field]
     return request["args"].get(field, defaults.get(field))

@@ -74,3 +74,48 @@ def test_equal_priorities_that_disagree_name_both_rules(rules_dir):
                        match=r"default.b.any .* and default.b.hopper|default.b.hopper .* and default.b.any"):
         resolve_request(engine, platform="h100")
     assert resolve_request(engine, platform="b200").values["b"] == "x"  # only one holds there
+
+
+GIVEN_PACK = """
+schema: resolver/1
+rules:
+  - id: option.ids
+    kind: option
+    doc: A list.
+    name: ids
+    flag: --ids
+    type: json
+    help: A list no engine fact holds.
+  - id: option.capture
+    kind: option
+    doc: A switch.
+    name: capture
+    flag: --capture
+    type: bool
+    default: false
+    help: A switch.
+  - id: conflict.ids-without-capture
+    kind: conflict
+    doc: The list needs the switch.
+    when: given.ids and not capture
+    message: --ids needs --capture.
+"""
+
+
+@pytest.mark.parametrize("args, conflicts", [
+    ({}, []), ({"ids": [1, 2]}, ["conflict.ids-without-capture"]), ({"ids": [1, 2], "capture": True}, []),
+    ({"capture": True}, []), ({"ids": None}, []),
+])
+def test_a_rule_reads_whether_a_json_option_is_given(rules_dir, args, conflicts):
+    """given.<option>: true when a value is typed, false otherwise (the list itself never reaches the engine)."""
+    res = resolve_request(get_engine(rules_dir({"a.yaml": GIVEN_PACK})), platform="h100", args=args)
+    assert [c.rule.id for c in res.conflicts] == conflicts
+    assert res.outcome.facts["given.ids"].value is (args.get("ids") is not None)
+    assert res.values["ids"] == args.get("ids")
+
+
+def test_a_rule_may_not_read_a_json_options_value(rules_dir):
+    from resolver.errors import RuleFileErrors
+
+    with pytest.raises(RuleFileErrors, match="user.ids"):
+        get_engine(rules_dir({"a.yaml": GIVEN_PACK.replace("when: given.ids and", "when: user.ids != null and")}))

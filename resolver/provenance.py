@@ -58,7 +58,8 @@ def kernel_why_fact(option: str) -> str:
     return KERNEL + option + _WHY
 
 
-FactFamily = Literal["user", "typed", "given", "kernel", "kernel_why", "model", "draft", "platform", "installed", "other"]
+FactFamily = Literal["user", "typed", "given", "kernel", "kernel_why", "model", "draft", "platform", "installed",
+                     "other"]
 
 
 @dataclass(frozen=True)

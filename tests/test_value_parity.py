@@ -69,6 +69,12 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
     ("sm90", QWEN3_NEXT, {"tp_size": 4}, {},
      {"mamba_radix_cache_strategy": "extra_buffer", "uses_mamba_radix_cache": True,
       "linear_attn_decode_backend": None}),
+    # deterministic inference turns the radix cache off after the model overrides (which keep the Mamba cache), but a
+    # PD decode server turned it off before them
+    ("sm120", QWEN3_NEXT, {"tp_size": 4, "enable_deterministic_inference": True}, {},
+     {"uses_mamba_radix_cache": True, "mamba_radix_cache_strategy": "extra_buffer", "disable_radix_cache": True}),
+    ("sm120", QWEN3_NEXT, {"tp_size": 4, "enable_deterministic_inference": True, "disaggregation_mode": "decode"}, {},
+     {"uses_mamba_radix_cache": False, "mamba_radix_cache_strategy": "auto", "disable_radix_cache": True}),
     ("sm90", QWEN3_NEXT, {"tp_size": 4, "disable_radix_cache": True}, {},
      {"mamba_radix_cache_strategy": "auto", "uses_mamba_radix_cache": False}),
     ("sm100", LLAMA, {"mamba_ssm_dtype": "bfloat16"}, {},

@@ -11,8 +11,10 @@ with constant tests, like any other.
 Grammar (parsed with :mod:`ast`, never evaluated by Python): names, numbers, ``true`` /
 ``false`` / ``null``, ``+ - * / // %``, unary ``-``, one comparison (``== != < <= > >=``),
 ``and`` / ``or`` / ``not``, parentheses, ``coalesce(a, b, ...)`` (the first value that is
-not null), ``min(a, b, ...)`` / ``max(a, b, ...)``, ``round(x, digits)`` (Python's rounding, as
-SGLang rounds its memory fraction) and ``a if condition else b`` (SGLang's tier tables).
+not null), ``min(a, b, ...)`` / ``max(a, b, ...)``, ``largest(name)`` and ``count(name)`` (the
+largest number of a ``json`` option's list and how many items it has, the only ways a value reads
+a list: null unless it is a non-empty list of numbers), ``round(x, digits)`` (Python's rounding,
+as SGLang rounds its memory fraction) and ``a if condition else b`` (SGLang's tier tables).
 ``null`` propagates: arithmetic, ``min``/``max``/``round`` or a comparison with a null operand is
 null, as are ``x / 0``, ``x // 0`` and ``x % 0``, and a conditional whose condition is null; a
 boolean is not a number.
@@ -49,7 +51,9 @@ _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, 
           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
 _DIVIDE = (ast.Div, ast.FloorDiv, ast.Mod)
 #: the calls a value may make: coalesce (any arity), min and max (two or more numbers), round (a number, digits)
-_CALLS = {"coalesce": 1, "min": 2, "max": 2, "round": 2}
+_CALLS = {"coalesce": 1, "min": 2, "max": 2, "round": 2, "largest": 1, "count": 1}
+#: the calls that read a json option's list (one name each)
+_LIST_CALLS = ("largest", "count")
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge}
 _MAX_NODES = 200  # a value is a line of arithmetic, not a program
@@ -66,6 +70,7 @@ class Expression:
     source: str
     names: tuple[str, ...]
     tree: ast.expr = field(compare=False)  # the source decides equality (pack cache round trip)
+    lists: tuple[str, ...] = ()  # the names it reads as lists (``largest(name)``, ``count(name)``): json options
 
     def evaluate(self, values: dict[str, Any]) -> Any:
         value = self._evaluator(values)
@@ -92,38 +97,47 @@ def parse_expression(text: str) -> Expression:
     if sum(1 for _ in ast.walk(tree)) > _MAX_NODES:
         raise ConditionError(f"'value' is longer than {_MAX_NODES} terms; split it into several compute rules")
     names: dict[str, None] = {}
-    _check(tree, names)
-    return Expression(text, tuple(names), tree)
+    bare: dict[str, bool] = {}  # name -> whether it is read as an operand (else only as largest()'s list)
+    _check(tree, names, bare)
+    # a json option is never an operand: a name read bare anywhere is no list name
+    return Expression(text, tuple(names), tree, tuple(n for n, operand in bare.items() if not operand))
 
 
-def _check(node: ast.AST, names: dict[str, None]) -> None:
-    if _is_name(node):
+def _check(node: ast.AST, names: dict[str, None], bare: dict[str, bool]) -> None:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _LIST_CALLS:
+        if len(node.args) != 1 or node.keywords or not _is_name(node.args[0]):
+            raise ConditionError(f"{node.func.id}() takes one name, a json option's list: '{ast.unparse(node)}'",
+                                 node.col_offset)
+        names.setdefault(_name(node.args[0]))
+        bare.setdefault(_name(node.args[0]), False)
+    elif _is_name(node):
         names.setdefault(_name(node))
+        bare[_name(node)] = True
     elif _literal_name(node) or isinstance(node, ast.Constant):
         _literal(node)  # the same constants as ``when:`` (engine-exact numbers, no bytes)
     elif isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
-        _check(node.left, names)
-        _check(node.right, names)
+        _check(node.left, names, bare)
+        _check(node.right, names, bare)
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
-        _check(node.operand, names)
+        _check(node.operand, names, bare)
     elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
-        _check(node.left, names)
-        _check(node.comparators[0], names)
+        _check(node.left, names, bare)
+        _check(node.comparators[0], names, bare)
     elif isinstance(node, ast.BoolOp):
         for v in node.values:
-            _check(v, names)
+            _check(v, names, bare)
     elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS
           and len(node.args) >= _CALLS[node.func.id] and not node.keywords
           and (node.func.id != "round" or len(node.args) == 2)):
         for a in node.args:
-            _check(a, names)
+            _check(a, names, bare)
         digits = node.args[1] if node.func.id == "round" else None
         if digits is not None and not _is_name(digits) and _literal_bound(digits) is False:
             raise ConditionError(f"round() to {ast.unparse(digits)} digits: the precision must be an integer "
                                  f"between -{MAX_ROUND_DIGITS} and {MAX_ROUND_DIGITS}", digits.col_offset)
     elif isinstance(node, ast.IfExp):
         for part in (node.test, node.body, node.orelse):
-            _check(part, names)
+            _check(part, names, bare)
     else:
         raise ConditionError(f"unsupported expression '{ast.unparse(node)}' in 'value'", getattr(node, "col_offset", 0))
 
@@ -219,6 +233,15 @@ def _compile(node: ast.AST) -> _Evaluator:
     args, call = [_compile(a) for a in node.args], node.func.id
     if call == "coalesce":
         return lambda values: next((v for v in (a(values) for a in args) if v is not None), None)
+    if call in _LIST_CALLS:
+        name, largest = _name(node.args[0]), call == "largest"
+
+        def of_list(values):
+            items = values.get(name)
+            if not isinstance(items, list) or not items or not all(map(_number, items)):
+                return None
+            return max(items) if largest else len(items)
+        return of_list
 
     def function(values):
         got = [a(values) for a in args]

@@ -351,6 +351,23 @@ def is_shipped(directory: str) -> bool:
     return directory == os.path.abspath(default_rules_dir())
 
 
+def _unreadable(expression: Expression, known: set[str], options: dict[str, Option]) -> list[str]:
+    """The names ``expression`` may not read: unknown ones, a json option read other than as a list (largest(),
+    count(): its value is a list or an object, never an operand), and a list call of anything else."""
+    def is_list(n: str) -> bool:
+        return n in options and options[n].opaque
+
+    return [n for n in expression.names if (n in expression.lists) != is_list(n) or n not in known and not is_list(n)]
+
+
+def _why_unreadable(name: str, where: str, known: set[str], options: dict[str, Option]) -> str:
+    if name in options and options[name].opaque:
+        return f"the json option '{name}' is read only as a list, largest({name}) or count({name}), in '{where}'"
+    if name in known:
+        return f"largest() and count() read a json option's list, and '{name}' is none (in '{where}')"
+    return f"unknown fact or option '{name}' in '{where}'{_did_you_mean(name, known)}"
+
+
 def _display_path(path: str) -> str:
     """``path`` as a rule location is cited: relative to the working directory when inside it."""
     try:
@@ -470,10 +487,9 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
         if c.name in options or c.name in facts or c.name in _INPUT_FACTS:
             b.problem(c.ref.file, c.ref.line, f"compute '{c.name}' reuses the name of an option or fact",
                       code="duplicate")
-        for name in c.value.names:
-            if name not in known:
-                b.problem(c.ref.file, c.ref.line, f"rule {c.ref.id}: unknown fact or option '{name}' in 'value'"
-                                                  f"{_did_you_mean(name, known)}", code="unknown-name")
+        for name in _unreadable(c.value, known, options):
+            b.problem(c.ref.file, c.ref.line, f"rule {c.ref.id}: {_why_unreadable(name, 'value', known, options)}",
+                      code="unknown-name")
     for ref, doc, when, rule in pending:
         if when is None:
             continue
@@ -503,14 +519,14 @@ def _build(directory: str, entries, problems: list[RuleFileProblem]) -> RulePack
         elif kind == "adjust":
             if isinstance(rule["value"], dict) and "expr" in rule["value"]:  # {expr: ...}: worked out from the value
                 try:
-                    names = parse_expression(rule["value"]["expr"]).names
+                    expression = parse_expression(rule["value"]["expr"])
                 except ConditionError as exc:
                     b.problem(ref.file, ref.line, f"rule {ref.id}: {exc.message} (in 'value.expr')", code=exc.code)
                     continue
-                for name in names:
-                    if name not in known:
-                        b.problem(ref.file, ref.line, f"rule {ref.id}: unknown fact or option '{name}' in 'value.expr'"
-                                                      f"{_did_you_mean(name, known)}", code="unknown-name")
+                for name in _unreadable(expression, known, options):
+                    b.problem(ref.file, ref.line,
+                              f"rule {ref.id}: {_why_unreadable(name, 'value.expr', known, options)}",
+                              code="unknown-name")
             elif isinstance(rule["value"], dict):  # {from: other}
                 if rule["value"]["from"] not in known:
                     b.problem(ref.file, ref.line, f"rule {ref.id}: 'from' names unknown option or fact "

@@ -123,7 +123,8 @@ def _json_value(option: Option, value: Any, flag: str) -> Any:
             return parse_json(value, flag)  # within the caps on depth and integer length
         except json.JSONDecodeError as exc:
             raise InputError(f"{flag}: expected JSON, got {_short(value)} ({exc.msg})") from None
-    if action is not None and (isinstance(value, str) or isinstance(value, list) and action.nargs in ("+", "*")):
+    words = isinstance(value, list) and bool(value) and all(isinstance(w, str) for w in value)
+    if action is not None and (isinstance(value, str) or words and action.nargs in ("+", "*")):
         # SGLang's own typing of a many-valued flag's words (--cuda-graph-bs-prefill 4 8: integers)
         value = catalogue().coerce(option.name, value, flag)
     try:

@@ -31,11 +31,7 @@ from .oracle import ORACLE, oracle_python
 SEED, COUNT = 20261201, 300
 
 #: kind of failing finding -> the launches of the sample that have it today (an upper bound)
-OPEN_GAPS: dict[str, int] = {
-    'value-differs: cuda_graph_config_decode_bs': 1,
-    'value-differs: cuda_graph_max_bs_decode': 1,
-    'value-differs: mem_fraction_static': 2,
-}
+OPEN_GAPS: dict[str, int] = {}
 
 #: SGLang's refusing function -> the applied fixes (every 4th refused launch's) it refuses today (an upper
 #: bound): the fixed launch trips a check the resolver does not model (the original launch was refused for

@@ -48,6 +48,15 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
     ("sm90", LLAMA, {"cuda_graph_bs_prefill": [4, 8, 16, 32]}, {}, {"cuda_graph_config_prefill_bs": "typed"}),
     ("sm90", QWEN3, {"cuda_graph_bs_prefill": [8, 64, 256], "tp_size": 4, "attn_dp_size": 2}, {},
      {"cuda_graph_config_prefill_bs": "typed"}),
+    # its bucket count sizes the prefill graphs' memory (8 MiB a bucket)
+    ("sm90", LLAMA, {"cuda_graph_bs_prefill": [4, 8, 16, 32]}, {},
+     {"cuda_graph_config_prefill_bs": "typed", "mem_fraction_static": 0.836}),
+    # a typed --cuda-graph-bs-decode list is captured, and its largest batch is the decode graph's, over a typed
+    # --cuda-graph-max-bs-decode too; the static memory is sized with it
+    ("gfx942", QWEN3_MOE, {"cuda_graph_bs_decode": [1, 2, 4, 8, 16, 32]}, {},
+     {"cuda_graph_config_decode_bs": "typed", "cuda_graph_max_bs_decode": 32, "mem_fraction_static": 0.74035}),
+    ("sm90", LLAMA, {"cuda_graph_bs_decode": [1, 2, 4, 8, 16, 32, 48], "cuda_graph_max_bs_decode": 128}, {},
+     {"cuda_graph_config_decode_bs": "typed", "cuda_graph_max_bs_decode": 48, "mem_fraction_static": 0.835}),
     # --- attention context parallelism without a supported prefill-CP graph: no prefill graph --------------
     ("sm90", QWEN3, {"attn_cp_size": 2, "tp_size": 2}, {},
      {"cuda_graph_config_prefill_backend": "disabled", "mem_fraction_static": 0.834}),

@@ -24,6 +24,9 @@ from resolver.expressions import parse_expression
     ("8 if a < 20 else 48 if b < 4 else 160", {"a": 32, "b": 8}, 160),
     ("8 if a < 20 else 48 if b < 4 else 160", {"a": 32, "b": 2}, 48),
     ("8 if a < 20 else 48 if b < 4 else 160", {"a": 16}, 8),     # the branch not taken may be null
+    ("coalesce(largest(bs), 512)", {"bs": [1, 2, 4, 32, 8]}, 32),  # a json option's list, read as a list
+    ("coalesce(largest(bs), 512)", {}, 512),
+    ("count(bs) * 8", {"bs": [4, 8, 16, 32]}, 32),
 ])
 def test_values(text, values, expected):
     assert parse_expression(text).evaluate(values) == expected
@@ -42,6 +45,11 @@ def test_values(text, values, expected):
     ("round(a, 3)", {}),
     ("round(a, b)", {"a": 1.25, "b": 0.5}),   # digits must be whole
     ("1 if a else 2", {}),          # a conditional on null
+    ("largest(a)", {"a": []}),      # largest of no list, an empty one or one not all numbers
+    ("largest(a)", {"a": 4}),
+    ("largest(a)", {"a": [1, True]}),
+    ("largest(a)", {"a": [1, "2"]}),
+    ("count(a)", {"a": "four"}),
 ])
 def test_null_propagates(text, values):
     assert parse_expression(text).evaluate(values) is None
@@ -51,9 +59,15 @@ def test_names_are_listed_in_order():
     assert parse_expression("coalesce(user.x, 12) // y.z + x").names == ("user.x", "y.z", "x")
 
 
+def test_a_name_read_only_by_largest_is_a_list_name():
+    assert parse_expression("coalesce(largest(bs), m) + 1").lists == ("bs",)
+    assert parse_expression("largest(bs) + bs").lists == ()  # read as an operand too: the loader refuses it
+
+
 @pytest.mark.parametrize("text", ["a ** 2", "f(a)", "a.b()", "[a]", "1 < a < 3", "a @ 2",
                                   "coalesce()", "'x' + 1e999", "min(a)", "max()", "round(a)",
-                                  "round(a, 1, 2)", "min(a, b=1)", "abs(a)", "1 if a else 1e999"])
+                                  "round(a, 1, 2)", "min(a, b=1)", "abs(a)", "1 if a else 1e999",
+                                  "largest()", "largest(a, b)", "largest(a + 1)", "largest(3)", "count(a, b)"])
 def test_refused(text):
     with pytest.raises(ConditionError):
         parse_expression(text)

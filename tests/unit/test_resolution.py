@@ -119,3 +119,42 @@ def test_a_rule_may_not_read_a_json_options_value(rules_dir):
 
     with pytest.raises(RuleFileErrors, match="user.ids"):
         get_engine(rules_dir({"a.yaml": GIVEN_PACK.replace("when: given.ids and", "when: user.ids != null and")}))
+
+
+def test_a_value_reads_a_json_options_list_only_through_largest(rules_dir):
+    pack = GIVEN_PACK + """
+  - id: compute.biggest
+    kind: compute
+    doc: The largest id.
+    name: biggest
+    value: coalesce(largest(ids), 0)
+  - id: conflict.too-big
+    kind: conflict
+    doc: Ids up to 4.
+    when: biggest > 4
+    message: an id above 4.
+"""
+    engine = get_engine(rules_dir({"a.yaml": pack}))
+    big = resolve_request(engine, platform="h100", args={"ids": [1, 9, 3], "capture": True})
+    assert [c.rule.id for c in big.conflicts] == ["conflict.too-big"] and big.outcome.facts["biggest"].value == 9
+    assert not resolve_request(engine, platform="h100", args={"ids": [1, 2], "capture": True}).conflicts
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("ids + 1", "the json option 'ids' is read only as a list, largest(ids)"),
+    ("largest(ids) + ids", "the json option 'ids' is read only as a list"),
+    ("largest(capture)", "largest() and count() read a json option's list, and 'capture' is none"),
+    ("count(capture) + 1", "read a json option's list, and 'capture' is none"),
+])
+def test_a_json_option_is_no_operand(rules_dir, value, problem):
+    from resolver.errors import RuleFileErrors
+
+    pack = GIVEN_PACK + f"""
+  - id: compute.bad
+    kind: compute
+    doc: Reads a list wrong.
+    name: bad
+    value: {value}
+"""
+    with pytest.raises(RuleFileErrors, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        get_engine(rules_dir({"a.yaml": pack}))

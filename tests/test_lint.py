@@ -63,6 +63,7 @@ def test_a_broken_pack_fails_with_its_check_at_file_and_line(tmp_path, name):
     assert any(f["check"] == check and f["file"].endswith(name) and f["line"] == line for f in findings), findings
 
 
+@pytest.mark.slow  # half a minute: the README's test command skips it, CI runs it (.ci/run)
 def test_a_restricted_sweep_of_the_shipped_rules_is_clean_and_says_what_it_covered():
     # one platform and kind keeps it short (the DSA kinds sweep twice as many requests; 'resolve lint' sweeps all)
     code, out, _ = _lint("--sweep-platform", "b200", "--sweep-model-kind", "mla", "--jobs", "1", "--format", "json")

@@ -9,6 +9,9 @@ import pytest
 
 from .test_lint import FIXTURES, SWEEP, _expectation, _lint, _pack
 
+#: sweeps of whole rule packs, about a minute: slow (the README's test command skips it; CI runs it, .ci/run)
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("name", SWEEP)
 def test_the_sweep_finds_what_the_static_checks_cannot(tmp_path, name):

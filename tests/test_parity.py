@@ -18,6 +18,10 @@ from tools.sglang_diff import DIVERGENCE_RULES, NOT_OFFERED
 
 from .conftest import PUBLIC_DATA, ROOT
 
+#: the public reference batch resolved whole, about a minute: slow (the README's test command skips it;
+#: CI runs it, .ci/run)
+pytestmark = pytest.mark.slow
+
 #: the reference data runs SGLang's resolution slice only, without its speculative-decoding step
 #: (tests/data/README.md, "How it was recorded"); what that step refuses (rules/speculative.yaml)
 #: SGLang's whole pipeline refuses too: the 40 such requests of this data were checked with the full-pipeline oracle

@@ -28,6 +28,9 @@ from tools import sglang_diff
 from .conftest import ROOT
 from .oracle import ORACLE, oracle_python
 
+#: 300 launches asked of SGLang's oracle, about a minute: slow (the README's test command skips it; CI runs it, .ci/run)
+pytestmark = pytest.mark.slow
+
 SEED, COUNT = 20261201, 300
 
 #: kind of failing finding -> the launches of the sample that have it today (an upper bound)

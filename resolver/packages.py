@@ -17,7 +17,8 @@ class Package:
     meaning: str
 
 
-#: every package a built-in kernel adapter names (tests/unit/test_adapters.py checks none is missing);
+#: every package a built-in kernel adapter names (tests/unit/test_adapters.py checks none is missing), and those
+#: SGLang's launch resolution itself asks for;
 #: sources: the distributions SGLang 0.5.23's METADATA pins and their import names (docs/kernels.md, "Installed or not")
 PACKAGES: tuple[Package, ...] = (
     Package("flashinfer-python", "installed.flashinfer", ("flashinfer",),
@@ -41,6 +42,9 @@ PACKAGES: tuple[Package, ...] = (
     # the MoE runners' own packages (resolver/adapters/moe.py); SGLang 0.5.23 depends on sgl-deep-gemm
     Package("sgl-deep-gemm", "installed.deep_gemm", ("deep-gemm", "deepgemm"), "DeepGEMM: the deep_gemm MoE runner"),
     Package("triton-kernels", "installed.triton_kernels", (), "OpenAI's triton_kernels: the triton_kernel MoE runner"),
+    # not a kernel: SGLang 0.5.23 asks for mooncake.engine at launch (model_path_hook.py validate_transfer_engine)
+    Package("mooncake-transfer-engine", "installed.mooncake", ("mooncake",),
+            "Mooncake's TransferEngine (mooncake.engine): the remote weight loader's seed service over it"),
 )
 #: fact name -> (package, assumed when not told, meaning); the loader's known input facts
 INSTALLED_FACTS: dict[str, tuple[str, bool, str]] = {p.fact: (p.name, True, p.meaning) for p in PACKAGES}

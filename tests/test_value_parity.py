@@ -183,6 +183,29 @@ def test_an_unsupported_mxfp8_runner_is_replaced_with_a_warning():
     assert any("mxfp8" in str(w) and "triton" in str(w) for w in res.warnings)
 
 
+def test_the_transfer_engine_seed_service_follows_mooncake_and_the_memory_saver():
+    """SGLang keeps --remote-instance-weight-loader-start-seed-via-transfer-engine only where mooncake.engine imports
+    and the memory saver is off; the oracle's venv has no mooncake, so SGLang answers false for both launches."""
+    seed = {"remote_instance_weight_loader_start_seed_via_transfer_engine": True}
+    saver = {**seed, "enable_memory_saver": True}
+
+    def ours(args, installed=None):
+        return resolve_request(get_engine(), platform="sm90", model=dict(CATALOGUE[LLAMA]), args=dict(args),
+                               installed=installed, fixes=False).values[
+            "remote_instance_weight_loader_start_seed_via_transfer_engine"]
+
+    assert ours(seed) is True and ours(seed, {"mooncake": True}) is True  # assumed installed, or told so
+    assert ours(seed, {"mooncake": False}) is False and ours(saver, {"mooncake": True}) is False
+    python = oracle_python()
+    from tools.sglang_diff import ask_oracle
+
+    requests = [_request(900 + n, "sm90", LLAMA, args) for n, args in enumerate((seed, saver))]
+    for r in requests:
+        got = ask_oracle([r], python, ORACLE)[r["id"]]["sglang"]
+        assert got["status"] == "resolved" and _sglang(got, r, "remote_instance_weight_loader_start_seed_via_"
+                                                       "transfer_engine") is ours(r["args"], {"mooncake": False})
+
+
 def _sglang(answer: dict, request: dict, field: str) -> Any:
     """SGLang's value of a field of the table: what a step declared, else what was typed, else SGLang's default (a
     cuda_graph_config leaf dug out of its nesting; the decode batch list named "unpadded" when it is every size up

@@ -788,8 +788,15 @@ def _resolver_engine() -> Engine:
     return get_engine()
 
 
+#: packages the oracle's venv lacks that SGLang's resolution asks for, told to the resolver as the machine's facts
+#: (the oracle installs no mooncake: SGLang then turns the TransferEngine seed service off)
+ORACLE_PACKAGES = {"mooncake": False}
+
+
 def _resolve_one(engine: Engine, request: dict) -> tuple[str, dict]:
-    return request["id"], resolve_line(engine, json.dumps(as_launched(request)), fixes=False)
+    launched = as_launched(request)
+    launched["installed"] = {**ORACLE_PACKAGES, **(launched.get("installed") or {})}
+    return request["id"], resolve_line(engine, json.dumps(launched), fixes=False)
 
 
 def ask_resolver(requests: list[dict], engine: Engine, jobs: int = 1) -> dict[str, dict]:

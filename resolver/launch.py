@@ -3,9 +3,10 @@
 The command line (:func:`resolver.argv.launch_request`), a JSON request (a ``resolve --batch`` line, a
 cross-node role, the oracle's case format: :func:`resolver.json_request.launch_request`) and the Python
 API (:func:`resolver.core.resolve_request`'s keywords) each build a :class:`LaunchRequest`;
-:func:`resolver.core.resolve` takes nothing else.  It is frozen, and its mappings are read-only copies,
-so a what-if (a fix, a why-not, a cross-node change) is a new request made with :meth:`changed`, never
-an edit of the one a caller holds.
+:func:`resolver.core.resolve` takes nothing else.  It is frozen, and its options and their spellings are
+read-only copies, so a what-if is a new request (a cross-node change: :meth:`changed`; inside the core,
+a fix or a why-not changes the typed request the same way, ``Request.changed``), never an edit of the one
+a caller holds.
 """
 from __future__ import annotations
 

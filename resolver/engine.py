@@ -465,8 +465,9 @@ Test = Callable[[dict[str, Any]], bool]
 
 
 def _conjunction(tests: tuple[Test, ...]) -> Test:
-    """One closure for a branch's tests (most have one to three): a generator per branch tested cost the
-    screening of fix candidates a fifth of its time."""
+    """One closure for a branch's tests (most have one to three), in place of a generator per branch tested:
+    with conditions.compiled_test's set lookups it took a brief screening run from 7.7 ms to 4.6 ms (the seed
+    case, one process, docs/performance.md)."""
     if len(tests) == 1:
         return tests[0]
     if len(tests) == 2:

@@ -180,9 +180,12 @@ def resolve_request(engine: Engine, *, platform: str | Platform, args: dict[str,
                     model_files: dict[str, Any] | None = None, require_all_checks: bool = False) -> Resolution:
     """Resolve without raising on conflicts: :func:`resolve` on the :class:`LaunchRequest` of these keywords
     (its fields, documented there)."""
-    launch = LaunchRequest(platform, {} if args is None else args, model, model_arch, {} if flags is None else flags,
-                           notes, platform_source, installed, strict, check_installed, require_known_kernels,
-                           require_all_checks, draft_model, gpu_memory_gb, env, gpus_per_node, model_files)
+    launch = LaunchRequest(platform, {} if args is None else args, model=model, model_arch=model_arch,
+                           flags={} if flags is None else flags, notes=notes, platform_source=platform_source,
+                           installed=installed, strict=strict, check_installed=check_installed,
+                           require_known_kernels=require_known_kernels, require_all_checks=require_all_checks,
+                           draft_model=draft_model, gpu_memory_gb=gpu_memory_gb, env=env, gpus_per_node=gpus_per_node,
+                           model_files=model_files)
     return resolve(engine, launch, fixes=fixes)
 
 

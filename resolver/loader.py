@@ -354,10 +354,12 @@ def is_shipped(directory: str) -> bool:
 def _unreadable(expression: Expression, known: set[str], options: dict[str, Option]) -> list[str]:
     """The names ``expression`` may not read: unknown ones, a json option read other than as a list (largest(),
     count(): its value is a list or an object, never an operand), and a list call of anything else."""
-    def is_list(n: str) -> bool:
-        return n in options and options[n].opaque
+    def readable(n: str) -> bool:
+        if n in options and options[n].opaque:
+            return n in expression.lists  # a json option: only as a list
+        return n in known and n not in expression.lists  # anything else: never as a list
 
-    return [n for n in expression.names if (n in expression.lists) != is_list(n) or n not in known and not is_list(n)]
+    return [n for n in expression.names if not readable(n)]
 
 
 def _why_unreadable(name: str, where: str, known: set[str], options: dict[str, Option]) -> str:
